@@ -1,0 +1,234 @@
+/* The fusion engine; see engine.h for the life of a fused task. */
+#include "fusion/engine.h"
+
+#include "fusion/admission.h"
+#include "fusion/current_member.h"
+#include "fusion/eligibility.h"
+#include "fusion/proxy_task.h"
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+
+namespace fusing {
+
+std::atomic<Engine *> active_engine{nullptr};
+
+namespace {
+
+/* The application's own ready prologue, kept while ours stands in for it. */
+struct ChainedPrologue {
+	void (*function)(void *);
+	void *arg;
+};
+
+double now_us()
+{
+	using namespace std::chrono;
+	return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+}
+
+} // namespace
+
+Engine::Engine(const Config &config)
+	: config_(config), buffers_(config.max_batch_tasks, config.max_delay_us)
+{
+	flusher_ = std::thread([this] { flusher_loop(); });
+}
+
+Engine::~Engine()
+{
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		stopping_ = true;
+	}
+	flusher_wakeup_.notify_one();
+	flusher_.join();
+	if (buffers_.buffered() != 0) {
+		std::fprintf(stderr, "starpu-fusing: %zu tasks were still waiting for a batch when StarPU shut down; "
+			     "this is a bug of starpu-fusing, please report it\n", buffers_.buffered());
+		std::abort();
+	}
+}
+
+void Engine::on_submit(struct starpu_task *task)
+{
+	if (is_proxy_task(task))
+		return;
+	UnfusedReason reason = check_fusable(task);
+	if (config_.print_stats) {
+		stats_.record_submitted(task->cl, task->name);
+		if (reason != UnfusedReason::none)
+			stats_.record_unfused(task->cl, reason);
+	}
+	if (reason != UnfusedReason::none)
+		return;
+	ChainedPrologue *chained = nullptr;
+	if (task->prologue_callback_func)
+		chained = new ChainedPrologue{task->prologue_callback_func, task->prologue_callback_arg};
+	task->prologue_callback_func = on_ready;
+	task->prologue_callback_arg = chained;
+}
+
+/* StarPU calls this from _starpu_push_task when the task's dependencies are
+ * satisfied, in whichever thread satisfied the last one, with no scheduler
+ * lock held and starpu_task_get_current() returning the task. */
+void Engine::on_ready(void *chained_prologue)
+{
+	struct starpu_task *task = starpu_current_task_bypassing_members();
+	ChainedPrologue *chained = static_cast<ChainedPrologue *>(chained_prologue);
+	task->prologue_callback_func = chained ? chained->function : nullptr;
+	task->prologue_callback_arg = chained ? chained->arg : nullptr;
+	delete chained;
+	if (task->prologue_callback_func)
+		task->prologue_callback_func(task->prologue_callback_arg);
+
+	Engine *engine = active_engine.load(std::memory_order_acquire);
+	const unsigned ctx = task->sched_ctx;
+	if (!every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
+					  engine->nworkers_[ctx].load(std::memory_order_relaxed))) {
+		if (engine->config_.print_stats)
+			engine->stats_.record_unfused(task->cl, UnfusedReason::worker_was_idle);
+		return;
+	}
+	/* Take it: StarPU will release its data without running it (NOWHERE),
+	 * then call on_admitted, then wait for our end-dependency release
+	 * before terminating it. */
+	task->prologue_callback_pop_func = on_admitted;
+	task->prologue_callback_pop_arg = reinterpret_cast<void *>(static_cast<std::intptr_t>(task->where));
+	task->where = STARPU_NOWHERE;
+	starpu_task_end_dep_add(task, 1);
+}
+
+/* StarPU calls this from the NOWHERE path of _starpu_repush_task, in the
+ * thread that ran on_ready, right after on_ready returned. */
+void Engine::on_admitted(void *where_before_batching)
+{
+	struct starpu_task *task = starpu_current_task_bypassing_members();
+	task->prologue_callback_pop_func = nullptr;
+	task->prologue_callback_pop_arg = nullptr;
+	active_engine.load(std::memory_order_acquire)
+		->admit(task, static_cast<std::int32_t>(reinterpret_cast<std::intptr_t>(where_before_batching)));
+}
+
+Family *Engine::family_locked(const struct starpu_task *task)
+{
+	FamilyKey key = family_of(task);
+	auto it = families_.find(key);
+	if (it == families_.end()) {
+		const char *name = task->cl->name ? task->cl->name : task->name;
+		it = families_.emplace(key, std::make_unique<Family>(key, name)).first;
+	}
+	return it->second.get();
+}
+
+void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
+{
+	bool wake = false;
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		bool was_empty = buffers_.buffered() == 0;
+		auto full = buffers_.add(family_locked(task), Member{task, where_before_batching}, now_us());
+		if (full) {
+			full_batches_.push_back(std::move(*full));
+			wake = true;
+		}
+		/* The flusher sleeps without deadline while nothing is buffered. */
+		wake = wake || was_empty;
+		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);
+	}
+	if (wake)
+		flusher_wakeup_.notify_one();
+	/* A worker may have gone idle between on_ready's check and now: it
+	 * found nothing to pop while buffered_ was still 0. */
+	const unsigned ctx = task->sched_ctx;
+	if (!every_worker_has_queued_work(queued_not_started_[ctx].load(std::memory_order_relaxed),
+					  nworkers_[ctx].load(std::memory_order_relaxed)))
+		request_flush(ctx);
+}
+
+void Engine::on_pushing_to_base(unsigned sched_ctx)
+{
+	queued_not_started_[sched_ctx].fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::on_push_refused(unsigned sched_ctx)
+{
+	queued_not_started_[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Engine::on_task_starting(const struct starpu_task *task, unsigned sched_ctx)
+{
+	/* Tasks bound to a worker bypass push_task, so were never counted. */
+	if (task->execute_on_a_specific_worker)
+		return;
+	long queued = queued_not_started_[sched_ctx].fetch_sub(1, std::memory_order_relaxed) - 1;
+	if (buffered_.load(std::memory_order_relaxed) != 0 &&
+	    !every_worker_has_queued_work(queued, nworkers_[sched_ctx].load(std::memory_order_relaxed)))
+		request_flush(sched_ctx);
+}
+
+void Engine::on_worker_found_nothing(unsigned sched_ctx)
+{
+	/* Unlocked read: a member admitted after this read sees the idle worker
+	 * through queued_not_started_ in admit() and requests the flush itself. */
+	if (buffered_.load(std::memory_order_relaxed) != 0)
+		request_flush(sched_ctx);
+}
+
+void Engine::flush_context(unsigned sched_ctx)
+{
+	request_flush(sched_ctx);
+}
+
+void Engine::set_worker_count(unsigned sched_ctx, unsigned nworkers)
+{
+	nworkers_[sched_ctx].store(nworkers, std::memory_order_relaxed);
+}
+
+void Engine::request_flush(unsigned sched_ctx)
+{
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		flush_requested_.set(sched_ctx);
+	}
+	flusher_wakeup_.notify_one();
+}
+
+/* The flusher thread: the only thread that submits proxies.  It holds mutex_
+ * only while it picks batches, never while it calls StarPU, so that no
+ * StarPU lock is ever taken under mutex_. */
+void Engine::flusher_loop()
+{
+	std::unique_lock<std::mutex> lock(mutex_);
+	for (;;) {
+		std::vector<Buffers::Batch> closed = std::move(full_batches_);
+		full_batches_.clear();
+		if (flush_requested_.any()) {
+			auto requested = flush_requested_;
+			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); }))
+				closed.push_back(std::move(batch));
+			flush_requested_.reset();
+		}
+		for (auto &batch : buffers_.take_expired(now_us()))
+			closed.push_back(std::move(batch));
+		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);
+
+		if (closed.empty()) {
+			if (stopping_)
+				return;
+			double deadline_us = buffers_.next_deadline_us();
+			if (deadline_us == std::numeric_limits<double>::infinity())
+				flusher_wakeup_.wait(lock);
+			else
+				flusher_wakeup_.wait_for(lock, std::chrono::duration<double, std::micro>(deadline_us - now_us()));
+			continue;
+		}
+		lock.unlock();
+		for (auto &batch : closed)
+			submit_proxy(*batch.family, std::move(batch.members), config_.print_stats ? &stats_ : nullptr);
+		lock.lock();
+	}
+}
+
+} // namespace fusing

@@ -1,0 +1,108 @@
+/* The fusion engine: takes ready tasks into batches and submits the batches.
+ *
+ * Life of a fused task (DESIGN.md §3), with the thread that runs each step:
+ *  1. on_submit (submitting thread): if check_fusable() accepts it, install
+ *     our ready prologue, chaining the application's.
+ *  2. on_ready (the thread that makes it ready, no scheduler lock held): if
+ *     every worker of its context has queued work, hold it: where=NOWHERE,
+ *     one end dependency, and our pop prologue.  Otherwise it runs unfused.
+ *  3. on_admitted (same thread, from StarPU's NOWHERE path, after StarPU has
+ *     read `where`): append it to its family's open batch.
+ *  4. the flusher thread submits a proxy per closed batch (proxy_task.h),
+ *     with no lock held.
+ *  5. the proxy's callback restores `where` and releases the end dependency.
+ * Step 3 being separate from step 2 matters: a proxy whose members only read
+ * can start while the members still hold their read locks, and its callback
+ * must not restore `where` before StarPU has taken the NOWHERE path.
+ *
+ * Batches close when full, when max_delay has passed, and as soon as a worker
+ * of the context is out of queued work (admission.h). */
+#ifndef STARPU_FUSING_FUSION_ENGINE_H
+#define STARPU_FUSING_FUSION_ENGINE_H
+
+#include "fusion/batch_buffers.h"
+#include "fusion/family.h"
+#include "fusion/stats.h"
+#include "sched/config.h"
+
+#include <starpu.h>
+
+#include <array>
+#include <atomic>
+#include <bitset>
+#include <condition_variable>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace fusing {
+
+class Engine {
+public:
+	/* Starts the flusher thread.  Called from the policy's first init_sched. */
+	explicit Engine(const Config &config);
+	/* Stops the flusher.  StarPU has waited for every task by then
+	 * (starpu_shutdown waits for no ready task, and buffered members count
+	 * as ready until they terminate); a task still buffered is reported and
+	 * the program aborts rather than losing it. */
+	~Engine();
+
+	/* submit_hook: the submitting thread. */
+	void on_submit(struct starpu_task *task);
+	/* push_task, before the base policy gets task: any thread. */
+	void on_pushing_to_base(unsigned sched_ctx);
+	/* push_task, when the base policy refused it. */
+	void on_push_refused(unsigned sched_ctx);
+	/* pre_exec_hook: the worker about to run task. */
+	void on_task_starting(const struct starpu_task *task, unsigned sched_ctx);
+	/* pop_task found nothing: the worker, holding its sched_mutex. */
+	void on_worker_found_nothing(unsigned sched_ctx);
+	/* do_schedule (starpu_task_wait_for_all and friends): close every open
+	 * batch of the context now. */
+	void flush_context(unsigned sched_ctx);
+	/* add_workers/remove_workers: the thread changing the context. */
+	void set_worker_count(unsigned sched_ctx, unsigned nworkers);
+
+	void print_statistics(FILE *stream) const { stats_.print(stream); }
+
+private:
+	using Buffers = BatchBuffers<Family *, Member>;
+
+	static void on_ready(void *chained_prologue);
+	static void on_admitted(void *where_before_batching);
+	void admit(struct starpu_task *task, std::int32_t where_before_batching);
+	void request_flush(unsigned sched_ctx);
+	Family *family_locked(const struct starpu_task *task);
+	void flusher_loop();
+
+	const Config config_;
+	Statistics stats_;
+
+	std::mutex mutex_;                       /* guards the fields below it, up to the atomics */
+	std::condition_variable flusher_wakeup_; /* signalled with mutex_ held or just released */
+	Buffers buffers_;
+	std::map<FamilyKey, std::unique_ptr<Family>> families_;
+	std::vector<Buffers::Batch> full_batches_;
+	std::bitset<STARPU_NMAX_SCHED_CTXS> flush_requested_;
+	bool stopping_ = false;
+
+	/* Lock-free hints read on every push, pop and task start.  They steer
+	 * batching only; correctness never depends on them (the flusher's timer
+	 * closes every batch within max_delay regardless). */
+	std::atomic<std::size_t> buffered_{0};   /* copy of buffers_.buffered() */
+	std::array<std::atomic<long>, STARPU_NMAX_SCHED_CTXS> queued_not_started_{};
+	std::array<std::atomic<unsigned>, STARPU_NMAX_SCHED_CTXS> nworkers_{};
+
+	std::thread flusher_;
+};
+
+/* The engine of the running policy, or null when fusion is off.  Set by the
+ * policy layer before any task is submitted and cleared after the last. */
+extern std::atomic<Engine *> active_engine;
+
+} // namespace fusing
+
+#endif

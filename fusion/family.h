@@ -1,0 +1,53 @@
+/* A codelet family: the ready tasks that may share one batch.
+ *
+ * Members of one family have the same codelet, the same buffer count and
+ * access modes, the same priority and the same scheduling context, so that
+ * the batch is scheduled exactly as each of them would have been and a
+ * batched kernel sees a uniform layout. */
+#ifndef STARPU_FUSING_FUSION_FAMILY_H
+#define STARPU_FUSING_FUSION_FAMILY_H
+
+#include <starpu.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+namespace fusing {
+
+struct FamilyKey {
+	const struct starpu_codelet *codelet;
+	unsigned sched_ctx;
+	int priority;
+	unsigned nbuffers;
+	std::uint64_t modes_signature; /* hash of the access modes, in order */
+
+	bool operator<(const FamilyKey &other) const
+	{
+		return std::tie(codelet, sched_ctx, priority, nbuffers, modes_signature) <
+		       std::tie(other.codelet, other.sched_ctx, other.priority, other.nbuffers, other.modes_signature);
+	}
+};
+
+/* Reads the family of a task (any thread; reads only the task). */
+FamilyKey family_of(const struct starpu_task *task);
+
+/* One per FamilyKey, created on first use and kept until the engine stops,
+ * because proxies point at proxy_codelet and proxy_name. */
+struct Family {
+	explicit Family(const FamilyKey &key, const char *member_name);
+
+	FamilyKey key;
+	std::string proxy_name;            /* "fused:<codelet>", shown in traces */
+	struct starpu_codelet proxy_codelet;
+};
+
+/* A task taken into a batch, with what must be restored before it terminates. */
+struct Member {
+	struct starpu_task *task;
+	std::int32_t where_before_batching;
+};
+
+} // namespace fusing
+
+#endif

@@ -1,0 +1,164 @@
+/* Parsing of STARPU_FUSING_* variables; see config.h. */
+#include "sched/config.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+extern char **environ;
+
+namespace fusing {
+namespace {
+
+std::string invalid(const std::string &name, const std::string &value, const std::string &accepted)
+{
+	return "starpu-fusing: invalid " + name + "='" + value + "': expected " + accepted;
+}
+
+std::optional<bool> parse_switch(const std::string &text)
+{
+	if (text == "1")
+		return true;
+	if (text == "0")
+		return false;
+	return std::nullopt;
+}
+
+std::optional<unsigned long> parse_count(const std::string &text)
+{
+	if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+		return std::nullopt;
+	errno = 0;
+	char *end = nullptr;
+	unsigned long value = std::strtoul(text.c_str(), &end, 10);
+	if (errno != 0 || *end != '\0')
+		return std::nullopt;
+	return value;
+}
+
+/* Every variable the library reads; the launcher's own variable included. */
+const char *const known_variables[] = {
+	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH",
+	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_STATS", "STARPU_FUSING_LIBRARY",
+};
+
+} // namespace
+
+std::optional<double> parse_duration_us(const std::string &text)
+{
+	struct Unit { const char *suffix; double to_us; };
+	/* Longest suffixes first so that "ms" is not read as "s". */
+	static const Unit units[] = { { "us", 1.0 }, { "ms", 1e3 }, { "s", 1e6 } };
+	for (const Unit &unit : units) {
+		std::string suffix(unit.suffix);
+		if (text.size() <= suffix.size() || text.compare(text.size() - suffix.size(), suffix.size(), suffix) != 0)
+			continue;
+		std::string number = text.substr(0, text.size() - suffix.size());
+		if (number.find_first_not_of("0123456789.") != std::string::npos)
+			return std::nullopt;
+		errno = 0;
+		char *end = nullptr;
+		double value = std::strtod(number.c_str(), &end);
+		if (errno != 0 || *end != '\0' || !std::isfinite(value))
+			return std::nullopt;
+		return value * unit.to_us;
+	}
+	return std::nullopt;
+}
+
+ConfigResult parse_config(const EnvLookup &lookup)
+{
+	ConfigResult result;
+	Config &config = result.config;
+
+	if (auto text = lookup("STARPU_FUSING")) {
+		auto enabled = parse_switch(*text);
+		if (!enabled) {
+			result.error = invalid("STARPU_FUSING", *text, "0 (pass every task to the base policy) or 1 (fuse)");
+			return result;
+		}
+		config.fusion_enabled = *enabled;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_BASE")) {
+		if (text->empty()) {
+			result.error = invalid("STARPU_FUSING_BASE", *text, "the name of one of StarPU's predefined policies, e.g. lws, eager, dmda");
+			return result;
+		}
+		config.base_policy = *text;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_MAX_BATCH")) {
+		auto count = parse_count(*text);
+		if (!count || *count < 1 || *count > 4096) {
+			result.error = invalid("STARPU_FUSING_MAX_BATCH", *text, "an integer from 1 to 4096 (tasks per batch)");
+			return result;
+		}
+		config.max_batch_tasks = static_cast<unsigned>(*count);
+	}
+
+	if (auto text = lookup("STARPU_FUSING_MAX_DELAY")) {
+		auto delay = parse_duration_us(*text);
+		if (!delay || *delay < 1.0 || *delay > 10e6) {
+			result.error = invalid("STARPU_FUSING_MAX_DELAY", *text, "a duration from 1us to 10s with a unit: us, ms or s (e.g. 500us)");
+			return result;
+		}
+		config.max_delay_us = *delay;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_STATS")) {
+		auto stats = parse_switch(*text);
+		if (!stats) {
+			result.error = invalid("STARPU_FUSING_STATS", *text, "0 or 1 (print fusion statistics at shutdown)");
+			return result;
+		}
+		config.print_stats = *stats;
+	}
+
+	return result;
+}
+
+EnvLookup process_environment()
+{
+	return [](const std::string &name) -> std::optional<std::string> {
+		const char *value = std::getenv(name.c_str());
+		if (!value)
+			return std::nullopt;
+		return std::string(value);
+	};
+}
+
+} // namespace fusing
+
+namespace fusing {
+
+std::vector<std::string> process_fusing_variable_names()
+{
+	std::vector<std::string> names;
+	for (char **entry = environ; entry && *entry; entry++) {
+		if (std::strncmp(*entry, "STARPU_FUSING", 13) != 0)
+			continue;
+		const char *equal = std::strchr(*entry, '=');
+		names.emplace_back(*entry, equal ? static_cast<size_t>(equal - *entry) : std::strlen(*entry));
+	}
+	return names;
+}
+
+std::string check_variable_names(const std::vector<std::string> &names)
+{
+	for (const std::string &name : names) {
+		bool known = false;
+		for (const char *variable : known_variables)
+			known = known || name == variable;
+		if (known)
+			continue;
+		std::string accepted;
+		for (const char *variable : known_variables)
+			accepted += (accepted.empty() ? "" : ", ") + std::string(variable);
+		return "starpu-fusing: unknown variable " + name + ": the variables read are " + accepted;
+	}
+	return "";
+}
+
+} // namespace fusing

@@ -1,0 +1,187 @@
+/* The `fusing` policy layer; see fusing_policy.h.
+ *
+ * Every function here is a StarPU scheduler callback: it runs in whatever
+ * thread StarPU calls it from, with the locks StarPU's contract states
+ * (include/starpu_scheduler.h): pop_task with the worker's sched_mutex held,
+ * the others with no scheduler lock of ours. */
+#include "sched/fusing_policy.h"
+
+#include "fusion/engine.h"
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+
+namespace fusing {
+namespace {
+
+/* Written once by build_fusing_policy() before StarPU starts, then read. */
+struct starpu_sched_policy *base = nullptr;
+Config layer_config;
+struct starpu_sched_policy fusing_policy;
+
+/* The engine lives from the first init_sched to the last deinit_sched. */
+std::mutex lifetime_mutex;                /* guards the two fields below */
+std::unique_ptr<Engine> engine;
+unsigned contexts_using_policy = 0;
+
+Engine *current_engine()
+{
+	return active_engine.load(std::memory_order_acquire);
+}
+
+void update_worker_count(unsigned sched_ctx)
+{
+	if (Engine *e = current_engine())
+		e->set_worker_count(sched_ctx, starpu_sched_ctx_get_nworkers(sched_ctx));
+}
+
+void init_sched(unsigned sched_ctx)
+{
+	{
+		std::lock_guard<std::mutex> lock(lifetime_mutex);
+		if (contexts_using_policy++ == 0 && layer_config.fusion_enabled) {
+			engine = std::make_unique<Engine>(layer_config);
+			active_engine.store(engine.get(), std::memory_order_release);
+		}
+	}
+	if (base->init_sched)
+		base->init_sched(sched_ctx);
+	update_worker_count(sched_ctx);
+}
+
+void deinit_sched(unsigned sched_ctx)
+{
+	if (base->deinit_sched)
+		base->deinit_sched(sched_ctx);
+	std::lock_guard<std::mutex> lock(lifetime_mutex);
+	if (--contexts_using_policy == 0 && engine) {
+		if (layer_config.print_stats)
+			engine->print_statistics(stderr);
+		active_engine.store(nullptr, std::memory_order_release);
+		engine.reset();
+	}
+}
+
+int push_task(struct starpu_task *task)
+{
+	/* Counted before the push: once pushed, the task may start (and be
+	 * freed) before push_task returns. */
+	const unsigned sched_ctx = task->sched_ctx;
+	Engine *e = current_engine();
+	if (e)
+		e->on_pushing_to_base(sched_ctx);
+	int ret = base->push_task(task);
+	if (e && ret != 0)
+		e->on_push_refused(sched_ctx);
+	return ret;
+}
+
+struct starpu_task *pop_task(unsigned sched_ctx)
+{
+	struct starpu_task *task = base->pop_task ? base->pop_task(sched_ctx) : nullptr;
+	if (!task)
+		if (Engine *e = current_engine())
+			e->on_worker_found_nothing(sched_ctx);
+	return task;
+}
+
+void submit_hook(struct starpu_task *task)
+{
+	if (Engine *e = current_engine())
+		e->on_submit(task);
+	if (base->submit_hook)
+		base->submit_hook(task);
+}
+
+void pre_exec_hook(struct starpu_task *task, unsigned sched_ctx)
+{
+	if (base->pre_exec_hook)
+		base->pre_exec_hook(task, sched_ctx);
+	if (Engine *e = current_engine())
+		e->on_task_starting(task, sched_ctx);
+}
+
+void do_schedule(unsigned sched_ctx)
+{
+	if (base->do_schedule)
+		base->do_schedule(sched_ctx);
+	if (Engine *e = current_engine())
+		e->flush_context(sched_ctx);
+}
+
+void add_workers(unsigned sched_ctx, int *workerids, unsigned nworkers)
+{
+	if (base->add_workers)
+		base->add_workers(sched_ctx, workerids, nworkers);
+	update_worker_count(sched_ctx);
+}
+
+void remove_workers(unsigned sched_ctx, int *workerids, unsigned nworkers)
+{
+	if (base->remove_workers)
+		base->remove_workers(sched_ctx, workerids, nworkers);
+	update_worker_count(sched_ctx);
+}
+
+/* Pure forwarders, installed only where the base has the callback. */
+void push_task_notify(struct starpu_task *task, int workerid, int perf_workerid, unsigned sched_ctx)
+{
+	base->push_task_notify(task, workerid, perf_workerid, sched_ctx);
+}
+
+void post_exec_hook(struct starpu_task *task, unsigned sched_ctx)
+{
+	base->post_exec_hook(task, sched_ctx);
+}
+
+double simulate_push_task(struct starpu_task *task)
+{
+	return base->simulate_push_task(task);
+}
+
+#ifdef HAVE_STRUCT_STARPU_SCHED_POLICY_POP_EVERY_TASK
+struct starpu_task *pop_every_task(unsigned sched_ctx)
+{
+	return base->pop_every_task(sched_ctx);
+}
+#endif
+
+} // namespace
+
+struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base_policy, const Config &config)
+{
+	base = base_policy;
+	layer_config = config;
+	const bool fusing = config.fusion_enabled;
+
+	struct starpu_sched_policy policy = {};
+	policy.init_sched = init_sched;
+	policy.deinit_sched = deinit_sched;
+	policy.push_task = push_task;
+	/* With fusion on, an empty pop is how we learn a worker is out of work,
+	 * even over a base that only uses workers' local queues (random):
+	 * StarPU pops local tasks before calling pop_task. */
+	policy.pop_task = (base->pop_task || fusing) ? pop_task : nullptr;
+	policy.submit_hook = (base->submit_hook || fusing) ? submit_hook : nullptr;
+	policy.pre_exec_hook = (base->pre_exec_hook || fusing) ? pre_exec_hook : nullptr;
+	policy.do_schedule = (base->do_schedule || fusing) ? do_schedule : nullptr;
+	policy.add_workers = (base->add_workers || fusing) ? add_workers : nullptr;
+	policy.remove_workers = (base->remove_workers || fusing) ? remove_workers : nullptr;
+	policy.push_task_notify = base->push_task_notify ? push_task_notify : nullptr;
+	policy.post_exec_hook = base->post_exec_hook ? post_exec_hook : nullptr;
+	policy.simulate_push_task = base->simulate_push_task ? simulate_push_task : nullptr;
+#ifdef HAVE_STRUCT_STARPU_SCHED_POLICY_POP_EVERY_TASK
+	policy.pop_every_task = base->pop_every_task ? pop_every_task : nullptr;
+#endif
+#ifdef HAVE_STRUCT_STARPU_SCHED_POLICY_PREFETCHES
+	policy.prefetches = base->prefetches;
+#endif
+	policy.worker_type = base->worker_type;
+	policy.policy_name = "fusing";
+	policy.policy_description = "fuses small ready tasks of one codelet into batches, over STARPU_FUSING_BASE";
+	fusing_policy = policy;
+	return &fusing_policy;
+}
+
+} // namespace fusing

@@ -1,0 +1,102 @@
+/* Ensures STARPU_FUSING_* parsing accepts exactly the documented values and
+ * names the variable, the value and what is accepted otherwise. */
+#include "sched/config.h"
+#include "tests/cmocka.hpp"
+
+#include <cstring>
+#include <map>
+#include <string>
+
+using namespace fusing;
+
+static EnvLookup env(std::map<std::string, std::string> values)
+{
+	return [values](const std::string &name) -> std::optional<std::string> {
+		auto it = values.find(name);
+		if (it == values.end())
+			return std::nullopt;
+		return it->second;
+	};
+}
+
+static void config_defaults_when_unset(void **)
+{
+	ConfigResult r = parse_config(env({}));
+	assert_true(r.error.empty());
+	assert_true(r.config.fusion_enabled);
+	assert_string_equal(r.config.base_policy.c_str(), "lws");
+	assert_int_equal(r.config.max_batch_tasks, 64);
+	assert_true(r.config.max_delay_us == 1000.0);
+	assert_false(r.config.print_stats);
+}
+
+static void config_reads_every_variable(void **)
+{
+	ConfigResult r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_BASE", "eager"},
+					   {"STARPU_FUSING_MAX_BATCH", "128"}, {"STARPU_FUSING_MAX_DELAY", "250us"},
+					   {"STARPU_FUSING_STATS", "1"}}));
+	assert_true(r.error.empty());
+	assert_false(r.config.fusion_enabled);
+	assert_string_equal(r.config.base_policy.c_str(), "eager");
+	assert_int_equal(r.config.max_batch_tasks, 128);
+	assert_true(r.config.max_delay_us == 250.0);
+	assert_true(r.config.print_stats);
+}
+
+static void expect_error(const char *variable, const char *value, const char *accepted_fragment)
+{
+	ConfigResult r = parse_config(env({{variable, value}}));
+	assert_false(r.error.empty());
+	std::string expected_head = std::string("starpu-fusing: invalid ") + variable + "='" + value + "': expected ";
+	assert_int_equal(r.error.compare(0, expected_head.size(), expected_head), 0);
+	assert_non_null(std::strstr(r.error.c_str(), accepted_fragment));
+	assert_null(std::strchr(r.error.c_str(), '\n'));
+}
+
+static void config_rejects_malformed_values(void **)
+{
+	expect_error("STARPU_FUSING", "yes", "0 (pass every task");
+	expect_error("STARPU_FUSING", "", "0 (pass every task");
+	expect_error("STARPU_FUSING_BASE", "", "predefined policies");
+	expect_error("STARPU_FUSING_MAX_BATCH", "0", "from 1 to 4096");
+	expect_error("STARPU_FUSING_MAX_BATCH", "-3", "from 1 to 4096");
+	expect_error("STARPU_FUSING_MAX_BATCH", "12x", "from 1 to 4096");
+	expect_error("STARPU_FUSING_MAX_BATCH", "99999999999999999999999", "from 1 to 4096");
+	expect_error("STARPU_FUSING_MAX_DELAY", "100", "with a unit");
+	expect_error("STARPU_FUSING_MAX_DELAY", "0us", "from 1us to 10s");
+	expect_error("STARPU_FUSING_MAX_DELAY", "20s", "from 1us to 10s");
+	expect_error("STARPU_FUSING_MAX_DELAY", "1e3us", "with a unit");
+	expect_error("STARPU_FUSING_STATS", "true", "0 or 1");
+}
+
+static void config_parses_durations_with_units(void **)
+{
+	assert_true(*parse_duration_us("250us") == 250.0);
+	assert_true(*parse_duration_us("100ms") == 100000.0);
+	assert_true(*parse_duration_us("1s") == 1e6);
+	assert_true(*parse_duration_us("1.5ms") == 1500.0);
+	assert_false(parse_duration_us("ms").has_value());
+	assert_false(parse_duration_us("5").has_value());
+	assert_false(parse_duration_us("5 ms").has_value());
+	assert_false(parse_duration_us("5min").has_value());
+}
+
+static void config_rejects_unknown_variable_names(void **)
+{
+	assert_true(check_variable_names({"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_STATS"}).empty());
+	std::string error = check_variable_names({"STARPU_FUSING_BASE", "STARPU_FUSING_MAXBATCH"});
+	assert_non_null(std::strstr(error.c_str(), "unknown variable STARPU_FUSING_MAXBATCH"));
+	assert_non_null(std::strstr(error.c_str(), "STARPU_FUSING_MAX_BATCH"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(config_defaults_when_unset),
+		cmocka_unit_test(config_reads_every_variable),
+		cmocka_unit_test(config_rejects_malformed_values),
+		cmocka_unit_test(config_parses_durations_with_units),
+		cmocka_unit_test(config_rejects_unknown_variable_names),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
