@@ -27,6 +27,7 @@ const char *unfused_reason_text(UnfusedReason reason)
 	case UnfusedReason::scratch_access: return "STARPU_SCRATCH access";
 	case UnfusedReason::multiformat_data: return "multiformat data";
 	case UnfusedReason::transaction: return "in a transaction";
+	case UnfusedReason::end_dependencies: return "has end dependencies";
 	case UnfusedReason::worker_was_idle: return "ready while a worker was idle";
 	case UnfusedReason::count_: break;
 	}
@@ -60,6 +61,14 @@ UnfusedReason check_fusable(const struct starpu_task *task)
 		return UnfusedReason::pop_prologue;
 	if (!task->sequential_consistency)
 		return UnfusedReason::sequential_consistency_off;
+	/* A task whose termination waits for another (STARPU_TASK_END_DEPS) is
+	 * typically submitted from inside that other task, and the program may
+	 * then rely on the order in which data requests queue up (StarPU's
+	 * examples/dependency/task_end_dep.c does, after turning sequential
+	 * consistency off).  A held member gives its data back until its batch
+	 * runs, which would let such a request overtake it. */
+	if (task->nb_termination_call_required)
+		return UnfusedReason::end_dependencies;
 #ifdef HAVE_STRUCT_STARPU_TASK_TRANSACTION
 	if (task->transaction)
 		return UnfusedReason::transaction;

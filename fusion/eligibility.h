@@ -32,6 +32,7 @@ enum class UnfusedReason {
 	scratch_access,
 	multiformat_data,
 	transaction,          /* StarPU 1.4 transactions may cancel the task */
+	end_dependencies,     /* see check_fusable() */
 	worker_was_idle,      /* decided at readiness: running it now is faster */
 	count_
 };

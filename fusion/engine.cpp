@@ -85,7 +85,8 @@ void Engine::on_ready(void *chained_prologue)
 
 	Engine *engine = active_engine.load(std::memory_order_acquire);
 	const unsigned ctx = task->sched_ctx;
-	if (!every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
+	if (engine->config_.hold == Config::Hold::when_busy &&
+	    !every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
 					  engine->nworkers_[ctx].load(std::memory_order_relaxed))) {
 		if (engine->config_.print_stats)
 			engine->stats_.record_unfused(task->cl, UnfusedReason::worker_was_idle);

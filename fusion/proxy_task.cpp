@@ -4,21 +4,43 @@
 #include "fusion/current_member.h"
 #include "fusion/stats.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 
 namespace fusing {
 namespace {
 
-/* Everything a proxy needs from submission to its callback.  Owned by the
- * proxy: created in submit_proxy(), deleted in finish_batch(). */
+struct RunningBatch;
+
+/* What a member lends the batch until it terminates. */
+struct LentMember {
+	struct starpu_task *task;
+	std::int32_t where_before_batching;
+	void (*callback)(void *);
+	void *callback_arg;
+	unsigned callback_arg_free;
+	RunningBatch *batch;
+};
+
+/* Everything a proxy needs from submission until its last member has
+ * terminated.  References: one per member (dropped in member_terminated)
+ * and one for the proxy (dropped at the end of finish_batch), because a
+ * member may terminate in finish_batch's thread, or later in the thread of
+ * StarPU's NOWHERE path (see engine.h, step 3). */
 struct RunningBatch {
 	Family *family;
-	std::vector<Member> members;
+	std::vector<LentMember> members; /* never resized after submission */
 	Statistics *stats;
-	double exec_us = 0.0; /* written by run_batch, read by finish_batch */
+	double exec_us = 0.0;            /* written by run_batch, read by finish_batch */
+	std::atomic<std::size_t> references;
+
+	void release()
+	{
+		if (references.fetch_sub(1, std::memory_order_acq_rel) == 1)
+			delete this;
+	}
 };
 
 /* The proxy's CPU function.  Runs in the worker thread that popped the
@@ -38,21 +60,40 @@ void run_batch(void *buffers[], void *arg)
 	batch->exec_us = starpu_timing_now() - start_us;
 }
 
+/* Stands in for a member's callback, so that it runs inside the member's
+ * termination.  By then StarPU has already decided the member was a
+ * NOWHERE task (no post_exec_hook for a task the base never saw: the check
+ * in _starpu_handle_job_termination reads task->where), and nothing reads
+ * `where` again until the program resubmits the task, so this is the place
+ * to give the program its task back as it submitted it. */
+void member_terminated(void *arg)
+{
+	LentMember *lent = static_cast<LentMember *>(arg);
+	struct starpu_task *task = lent->task;
+	task->where = lent->where_before_batching;
+	task->callback_func = lent->callback;
+	task->callback_arg = lent->callback_arg;
+	task->callback_arg_free = lent->callback_arg_free;
+	/* StarPU falls back to the codelet's callback when the task has none. */
+	void (*callback)(void *) = lent->callback ? lent->callback : task->cl->callback_func;
+	void *callback_arg = lent->callback_arg;
+	lent->batch->release();
+	if (callback)
+		callback(callback_arg);
+}
+
 /* The proxy's callback.  StarPU runs it in the thread terminating the proxy
  * (usually the worker that ran it), after the proxy released its data, with
- * no scheduler lock held.  Releasing a member's end dependency terminates it:
- * its callback runs and its successors are released, possibly freeing it,
- * so nothing touches a member after its release. */
+ * no scheduler lock held.  Releasing a member's end dependency may terminate
+ * it right here (member_terminated runs, its successors are released). */
 void finish_batch(void *arg)
 {
 	RunningBatch *batch = static_cast<RunningBatch *>(arg);
 	if (batch->stats)
 		batch->stats->record_batch(batch->family->key.codelet, batch->members.size(), batch->exec_us);
-	for (const Member &member : batch->members) {
-		member.task->where = member.where_before_batching;
-		starpu_task_end_dep_release(member.task);
-	}
-	delete batch;
+	for (LentMember &lent : batch->members)
+		starpu_task_end_dep_release(lent.task);
+	batch->release();
 }
 
 } // namespace
@@ -81,6 +122,20 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 	const unsigned nbuffers = family.key.nbuffers;
 	const std::size_t total = members.size() * nbuffers;
 
+	RunningBatch *batch = new RunningBatch{&family, {}, stats, 0.0, {members.size() + 1}};
+	batch->members.reserve(members.size());
+	for (const Member &member : members) {
+		struct starpu_task *task = member.task;
+		batch->members.push_back(LentMember{task, member.where_before_batching, task->callback_func,
+						    task->callback_arg, task->callback_arg_free, batch});
+	}
+	/* Only now that the vector is final can members point into it. */
+	for (LentMember &lent : batch->members) {
+		lent.task->callback_func = member_terminated;
+		lent.task->callback_arg = &lent;
+		lent.task->callback_arg_free = 0;
+	}
+
 	struct starpu_task *proxy = starpu_task_create();
 	proxy->cl = &family.proxy_codelet;
 	proxy->name = family.proxy_name.c_str();
@@ -103,8 +158,6 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 	proxy->sched_ctx = family.key.sched_ctx;
 	proxy->detach = 1;
 	proxy->destroy = 1;
-
-	RunningBatch *batch = new RunningBatch{&family, std::move(members), stats};
 	proxy->cl_arg = batch;
 	proxy->callback_func = finish_batch;
 	proxy->callback_arg = batch;
@@ -113,7 +166,7 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 	if (ret != 0) {
 		std::fprintf(stderr, "starpu-fusing: StarPU refused the batch task %s of %zu tasks (error %d: %s); "
 			     "its tasks cannot run, stopping\n",
-			     family.proxy_name.c_str(), batch->members.size(), ret, std::strerror(-ret));
+			     family.proxy_name.c_str(), members.size(), ret, std::strerror(-ret));
 		std::abort();
 	}
 }

@@ -40,7 +40,7 @@ std::optional<unsigned long> parse_count(const std::string &text)
 /* Every variable the library reads; the launcher's own variable included. */
 const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH",
-	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_STATS", "STARPU_FUSING_LIBRARY",
+	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
 };
 
 } // namespace
@@ -105,6 +105,17 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			return result;
 		}
 		config.max_delay_us = *delay;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_HOLD")) {
+		if (*text == "when-busy")
+			config.hold = Config::Hold::when_busy;
+		else if (*text == "always")
+			config.hold = Config::Hold::always;
+		else {
+			result.error = invalid("STARPU_FUSING_HOLD", *text, "when-busy (hold ready tasks only while every worker has work) or always");
+			return result;
+		}
 	}
 
 	if (auto text = lookup("STARPU_FUSING_STATS")) {
