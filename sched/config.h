@@ -1,0 +1,61 @@
+/* Settings of the fusing policy, read once from STARPU_FUSING_* variables.
+ *
+ * Parsing is a pure function of an environment lookup so that it can be unit
+ * tested without StarPU and without touching the process environment.  A
+ * malformed value is never replaced by a default: the parser returns an error
+ * line that names the variable, the value and what is accepted, and the caller
+ * stops the program with it (see policy_selection.cpp). */
+#ifndef STARPU_FUSING_SCHED_CONFIG_H
+#define STARPU_FUSING_SCHED_CONFIG_H
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fusing {
+
+struct Config {
+	bool fusion_enabled = true;           /* STARPU_FUSING */
+	std::string base_policy = "lws";      /* STARPU_FUSING_BASE (StarPU's own default) */
+	unsigned max_batch_tasks = 64;        /* STARPU_FUSING_MAX_BATCH */
+	double max_delay_us = 1000.0;         /* STARPU_FUSING_MAX_DELAY */
+	bool print_stats = false;             /* STARPU_FUSING_STATS */
+	/* STARPU_FUSING_HOLD: when a ready fusable task waits for a batch.
+	 * when_busy (default): only while every worker has queued work.
+	 * always: every time, even on an idle machine; it makes batches form
+	 * in any DAG, which is what the test suite wants. */
+	enum class Hold { when_busy, always } hold = Hold::when_busy;
+};
+
+/* Returns the value of an environment variable, or nullopt when unset. */
+using EnvLookup = std::function<std::optional<std::string>(const std::string &name)>;
+
+struct ConfigResult {
+	Config config;
+	std::string error; /* empty when every variable was valid */
+};
+
+/* Reads every STARPU_FUSING_* setting through lookup.  Stops at the first
+ * invalid one.  The base policy name is only checked for syntax here; whether
+ * StarPU knows it is checked by base_policy.h. */
+ConfigResult parse_config(const EnvLookup &lookup);
+
+/* The process environment, for production use. */
+EnvLookup process_environment();
+
+/* Names of the process's environment variables that start with STARPU_FUSING. */
+std::vector<std::string> process_fusing_variable_names();
+
+/* Returns an error line for the first name that starts with STARPU_FUSING but
+ * is not a variable we read (a misspelling would otherwise be ignored
+ * silently), or an empty string. */
+std::string check_variable_names(const std::vector<std::string> &names);
+
+/* Parses a duration such as "100ms", "250us", "1s", "1.5ms" into
+ * microseconds.  A unit is mandatory: a bare number is ambiguous. */
+std::optional<double> parse_duration_us(const std::string &text);
+
+} // namespace fusing
+
+#endif
