@@ -33,13 +33,15 @@ public:
 	BatchBuffers(std::size_t max_members, double max_delay_us)
 		: max_members_(max_members), max_delay_us_(max_delay_us) {}
 
-	/* Appends member to its family's open batch (opening one at now_us if
-	 * none).  Returns the batch if this made it full. */
-	std::optional<Batch> add(const Family &family, Member member, double now_us)
+	/* Appends member to its family's open batch, opening one at time
+	 * now_us() if none (the clock is read only then).  Returns the batch if
+	 * this made it full. */
+	template <typename Clock>
+	std::optional<Batch> add(const Family &family, Member member, Clock now_us)
 	{
 		Open &open = open_[family];
 		if (open.members.empty())
-			open.opened_at_us = now_us;
+			open.opened_at_us = now_us();
 		open.members.push_back(std::move(member));
 		buffered_++;
 		if (open.members.size() < max_members_)

@@ -115,12 +115,15 @@ void Engine::on_admitted(void *where_before_batching)
 Family *Engine::family_locked(const struct starpu_task *task)
 {
 	FamilyKey key = family_of(task);
+	if (last_family_ && !(key < last_family_->key) && !(last_family_->key < key))
+		return last_family_;
 	auto it = families_.find(key);
 	if (it == families_.end()) {
 		const char *name = task->cl->name ? task->cl->name : task->name;
 		it = families_.emplace(key, std::make_unique<Family>(key, name)).first;
 	}
-	return it->second.get();
+	last_family_ = it->second.get();
+	return last_family_;
 }
 
 void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
@@ -129,7 +132,7 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
 		bool was_empty = buffers_.buffered() == 0;
-		auto full = buffers_.add(family_locked(task), Member{task, where_before_batching}, now_us());
+		auto full = buffers_.add(family_locked(task), Member{task, where_before_batching}, now_us);
 		if (full) {
 			full_batches_.push_back(std::move(*full));
 			wake = true;

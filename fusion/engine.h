@@ -85,6 +85,7 @@ private:
 	std::condition_variable flusher_wakeup_; /* signalled with mutex_ held or just released */
 	Buffers buffers_;
 	std::map<FamilyKey, std::unique_ptr<Family>> families_;
+	Family *last_family_ = nullptr; /* most tasks follow one of their own family */
 	std::vector<Buffers::Batch> full_batches_;
 	std::bitset<STARPU_NMAX_SCHED_CTXS> flush_requested_;
 	bool stopping_ = false;

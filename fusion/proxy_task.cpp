@@ -1,9 +1,11 @@
 /* Proxy tasks; see proxy_task.h. */
 #include "fusion/proxy_task.h"
 
+#include "fusion/buffer_merge.h"
 #include "fusion/current_member.h"
 #include "fusion/stats.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +34,7 @@ struct LentMember {
 struct RunningBatch {
 	Family *family;
 	std::vector<LentMember> members; /* never resized after submission */
+	std::vector<unsigned> buffer_of_use; /* member m's buffer b is the proxy's buffer_of_use[m * nbuffers + b] */
 	Statistics *stats;
 	double exec_us = 0.0;            /* written by run_batch, read by finish_batch */
 	std::atomic<std::size_t> references;
@@ -51,11 +54,14 @@ void run_batch(void *buffers[], void *arg)
 {
 	RunningBatch *batch = static_cast<RunningBatch *>(arg);
 	const unsigned nbuffers = batch->family->key.nbuffers;
+	std::vector<void *> member_buffers(nbuffers);
 	double start_us = starpu_timing_now();
 	for (std::size_t i = 0; i < batch->members.size(); i++) {
+		for (unsigned b = 0; b < nbuffers; b++)
+			member_buffers[b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
 		struct starpu_task *member = batch->members[i].task;
 		RunningMemberScope running(member, batch->members.size());
-		member->cl->cpu_funcs[0](buffers + i * nbuffers, member->cl_arg);
+		member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
 	}
 	batch->exec_us = starpu_timing_now() - start_us;
 }
@@ -122,7 +128,7 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 	const unsigned nbuffers = family.key.nbuffers;
 	const std::size_t total = members.size() * nbuffers;
 
-	RunningBatch *batch = new RunningBatch{&family, {}, stats, 0.0, {members.size() + 1}};
+	RunningBatch *batch = new RunningBatch{&family, {}, {}, stats, 0.0, {members.size() + 1}};
 	batch->members.reserve(members.size());
 	for (const Member &member : members) {
 		struct starpu_task *task = member.task;
@@ -136,23 +142,31 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 		lent.task->callback_arg_free = 0;
 	}
 
+	std::vector<starpu_data_handle_t> use_handles(total);
+	std::vector<enum starpu_data_access_mode> use_modes(total);
+	for (std::size_t m = 0; m < members.size(); m++)
+		for (unsigned b = 0; b < nbuffers; b++) {
+			use_handles[m * nbuffers + b] = STARPU_TASK_GET_HANDLE(members[m].task, b);
+			use_modes[m * nbuffers + b] = STARPU_TASK_GET_MODE(members[m].task, b);
+		}
+	auto merged = merge_buffers(use_handles, use_modes);
+	batch->buffer_of_use = std::move(merged.index_of_use);
+	const std::size_t nhandles = merged.handles.size();
+
 	struct starpu_task *proxy = starpu_task_create();
 	proxy->cl = &family.proxy_codelet;
 	proxy->name = family.proxy_name.c_str();
-	proxy->nbuffers = static_cast<int>(total);
+	proxy->nbuffers = static_cast<int>(nhandles);
 	/* StarPU frees dyn_handles and dyn_modes with free() when it destroys
 	 * the task (starpu_task_clean). */
-	proxy->dyn_handles = static_cast<starpu_data_handle_t *>(std::malloc(total * sizeof(starpu_data_handle_t)));
-	proxy->dyn_modes = static_cast<enum starpu_data_access_mode *>(std::malloc(total * sizeof(enum starpu_data_access_mode)));
+	proxy->dyn_handles = static_cast<starpu_data_handle_t *>(std::malloc(nhandles * sizeof(starpu_data_handle_t)));
+	proxy->dyn_modes = static_cast<enum starpu_data_access_mode *>(std::malloc(nhandles * sizeof(enum starpu_data_access_mode)));
 	if (!proxy->dyn_handles || !proxy->dyn_modes) {
 		std::fprintf(stderr, "starpu-fusing: out of memory building a batch of %zu tasks\n", members.size());
 		std::abort();
 	}
-	for (std::size_t m = 0; m < members.size(); m++)
-		for (unsigned b = 0; b < nbuffers; b++) {
-			proxy->dyn_handles[m * nbuffers + b] = STARPU_TASK_GET_HANDLE(members[m].task, b);
-			proxy->dyn_modes[m * nbuffers + b] = STARPU_TASK_GET_MODE(members[m].task, b);
-		}
+	std::copy(merged.handles.begin(), merged.handles.end(), proxy->dyn_handles);
+	std::copy(merged.modes.begin(), merged.modes.end(), proxy->dyn_modes);
 	proxy->sequential_consistency = 0;
 	proxy->priority = family.key.priority;
 	proxy->sched_ctx = family.key.sched_ctx;
