@@ -31,8 +31,12 @@ Selection select_from_environment()
 	}
 	struct starpu_sched_policy *base = find_base_policy(parsed.config.base_policy);
 	if (!base) {
-		selection.error = "starpu-fusing: invalid STARPU_FUSING_BASE='" + parsed.config.base_policy +
-				  "': expected one of StarPU's predefined policies: " + accepted_base_policy_names();
+		const std::string &name = parsed.config.base_policy;
+		std::string why = is_rejected_base_policy(name)
+			? "fusing cannot layer over itself or over parallel-task policies (pheft, peager, modular-pheft); "
+			: "";
+		selection.error = "starpu-fusing: invalid STARPU_FUSING_BASE='" + name + "': " + why +
+				  "expected one of StarPU's predefined policies: " + accepted_base_policy_names();
 		return selection;
 	}
 	selection.policy = build_fusing_policy(base, parsed.config);
