@@ -6,7 +6,7 @@
  * integers.
  *
  * A batch closes when
- *   - it reaches max_members (add() returns it at once),
+ *   - it reaches the size limit given to add() (add() returns it at once),
  *   - it has been open for max_delay_us (take_expired()),
  *   - the engine decides every open batch must go, because a worker is out
  *     of work or the application waits (take_all()). */
@@ -35,16 +35,16 @@ public:
 
 	/* Appends member to its family's open batch, opening one at time
 	 * now_us() if none (the clock is read only then).  Returns the batch if
-	 * this made it full. */
+	 * this made it reach limit members (at most max_members). */
 	template <typename Clock>
-	std::optional<Batch> add(const Family &family, Member member, Clock now_us)
+	std::optional<Batch> add(const Family &family, Member member, Clock now_us, std::size_t limit)
 	{
 		Open &open = open_[family];
 		if (open.members.empty())
 			open.opened_at_us = now_us();
 		open.members.push_back(std::move(member));
 		buffered_++;
-		if (open.members.size() < max_members_)
+		if (open.members.size() < limit && open.members.size() < max_members_)
 			return std::nullopt;
 		return close(open_.find(family));
 	}

@@ -29,6 +29,8 @@ const char *unfused_reason_text(UnfusedReason reason)
 	case UnfusedReason::transaction: return "in a transaction";
 	case UnfusedReason::end_dependencies: return "has end dependencies";
 	case UnfusedReason::worker_was_idle: return "ready while a worker was idle";
+	case UnfusedReason::predicted_above_target: return "predicted at or above the target";
+	case UnfusedReason::family_not_selected: return "excluded by STARPU_FUSING_ONLY/EXCLUDE";
 	case UnfusedReason::count_: break;
 	}
 	return "?";

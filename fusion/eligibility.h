@@ -34,6 +34,8 @@ enum class UnfusedReason {
 	transaction,          /* StarPU 1.4 transactions may cancel the task */
 	end_dependencies,     /* see check_fusable() */
 	worker_was_idle,      /* decided at readiness: running it now is faster */
+	predicted_above_target, /* decided at readiness: coarse enough already */
+	family_not_selected,  /* STARPU_FUSING_ONLY / STARPU_FUSING_EXCLUDE */
 	count_
 };
 

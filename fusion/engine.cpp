@@ -2,6 +2,7 @@
 #include "fusion/engine.h"
 
 #include "fusion/admission.h"
+#include "fusion/controller.h"
 #include "fusion/current_member.h"
 #include "fusion/eligibility.h"
 #include "fusion/proxy_task.h"
@@ -31,8 +32,12 @@ double now_us()
 } // namespace
 
 Engine::Engine(const Config &config)
-	: config_(config), buffers_(config.max_batch_tasks, config.max_delay_us)
+	: config_(config), targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks},
+	  buffers_(config.max_batch_tasks, config.max_delay_us)
 {
+	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
+	if (cpu_worker >= 0)
+		cpu_perf_arch_ = starpu_worker_get_perf_archtype(cpu_worker, STARPU_NMAX_SCHED_CTXS);
 	flusher_ = std::thread([this] { flusher_loop(); });
 }
 
@@ -56,13 +61,15 @@ void Engine::on_submit(struct starpu_task *task)
 	if (is_proxy_task(task))
 		return;
 	UnfusedReason reason = check_fusable(task);
-	if (config_.print_stats) {
+	if (config_.print_stats)
 		stats_.record_submitted(task->cl, task->name);
-		if (reason != UnfusedReason::none)
+	if (reason == UnfusedReason::none && !codelet_selected(config_, task->cl->name))
+		reason = UnfusedReason::family_not_selected;
+	if (reason != UnfusedReason::none) {
+		if (config_.print_stats)
 			stats_.record_unfused(task->cl, reason);
-	}
-	if (reason != UnfusedReason::none)
 		return;
+	}
 	ChainedPrologue *chained = nullptr;
 	if (task->prologue_callback_func)
 		chained = new ChainedPrologue{task->prologue_callback_func, task->prologue_callback_arg};
@@ -85,11 +92,19 @@ void Engine::on_ready(void *chained_prologue)
 
 	Engine *engine = active_engine.load(std::memory_order_acquire);
 	const unsigned ctx = task->sched_ctx;
-	if (engine->config_.hold == Config::Hold::when_busy &&
-	    !every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
-					  engine->nworkers_[ctx].load(std::memory_order_relaxed))) {
+	Family *family;
+	{
+		std::lock_guard<std::mutex> lock(engine->mutex_);
+		family = engine->family_locked(task);
+	}
+	double predicted_us = engine->predict_member_us(task, *family);
+	UnfusedReason reason = decide_hold(predicted_us, engine->targets_,
+					   every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
+									engine->nworkers_[ctx].load(std::memory_order_relaxed)),
+					   engine->config_.hold == Config::Hold::always);
+	if (reason != UnfusedReason::none) {
 		if (engine->config_.print_stats)
-			engine->stats_.record_unfused(task->cl, UnfusedReason::worker_was_idle);
+			engine->stats_.record_unfused(task->cl, reason);
 		return;
 	}
 	/* Take it: StarPU will release its data without running it (NOWHERE),
@@ -132,7 +147,9 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
 		bool was_empty = buffers_.buffered() == 0;
-		auto full = buffers_.add(family_locked(task), Member{task, where_before_batching}, now_us);
+		Family *family = family_locked(task);
+		std::size_t limit = batch_size_for(family->predicted_member_us.load(std::memory_order_relaxed), targets_);
+		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
 			full_batches_.push_back(std::move(*full));
 			wake = true;
@@ -149,6 +166,22 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
 	if (!every_worker_has_queued_work(queued_not_started_[ctx].load(std::memory_order_relaxed),
 					  nworkers_[ctx].load(std::memory_order_relaxed)))
 		request_flush(ctx);
+}
+
+double Engine::predict_member_us(struct starpu_task *task, Family &family)
+{
+	double predicted_us = NAN;
+	/* StarPU's own model, when the codelet has one and it is calibrated
+	 * for the CPU architecture that would run the batch. */
+	if (task->cl->model && cpu_perf_arch_) {
+		double expected = starpu_task_expected_length(task, cpu_perf_arch_, 0);
+		if (!std::isnan(expected) && expected > 0.0)
+			predicted_us = expected;
+	}
+	if (std::isnan(predicted_us))
+		predicted_us = family.measured_member_us.load(std::memory_order_relaxed);
+	family.predicted_member_us.store(predicted_us, std::memory_order_relaxed);
+	return predicted_us;
 }
 
 void Engine::on_pushing_to_base(unsigned sched_ctx)
@@ -210,8 +243,16 @@ void Engine::flusher_loop()
 		full_batches_.clear();
 		if (flush_requested_.any()) {
 			auto requested = flush_requested_;
-			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); }))
-				closed.push_back(std::move(batch));
+			/* Workers ran out of work: one part per worker, so that none
+			 * of them stays idle while another runs the whole batch. */
+			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); })) {
+				unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
+				auto member = batch.members.begin();
+				for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
+					closed.push_back(Buffers::Batch{batch.family, std::vector<Member>(member, member + size)});
+					member += size;
+				}
+			}
 			flush_requested_.reset();
 		}
 		for (auto &batch : buffers_.take_expired(now_us()))

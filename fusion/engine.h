@@ -21,6 +21,7 @@
 #define STARPU_FUSING_FUSION_ENGINE_H
 
 #include "fusion/batch_buffers.h"
+#include "fusion/controller.h"
 #include "fusion/family.h"
 #include "fusion/stats.h"
 #include "sched/config.h"
@@ -76,9 +77,13 @@ private:
 	void admit(struct starpu_task *task, std::int32_t where_before_batching);
 	void request_flush(unsigned sched_ctx);
 	Family *family_locked(const struct starpu_task *task);
+	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
+	double predict_member_us(struct starpu_task *task, Family &family);
 	void flusher_loop();
 
 	const Config config_;
+	const Targets targets_;
+	struct starpu_perfmodel_arch *cpu_perf_arch_ = nullptr; /* for StarPU's models */
 	Statistics stats_;
 
 	std::mutex mutex_;                       /* guards the fields below it, up to the atomics */

@@ -9,6 +9,8 @@
 
 #include <starpu.h>
 
+#include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -40,6 +42,16 @@ struct Family {
 	FamilyKey key;
 	std::string proxy_name;            /* "fused:<codelet>", shown in traces */
 	struct starpu_codelet proxy_codelet;
+	/* Gives the base policy the batch's predicted duration (dmda & co). */
+	struct starpu_perfmodel proxy_model;
+
+	/* Mean member duration measured in this family's batches (moving
+	 * average); NaN before the first batch.  Written by the worker running
+	 * a batch, read by any thread: a hint, hence relaxed atomics. */
+	std::atomic<double> measured_member_us{NAN};
+	/* The prediction used for the family's latest ready task (StarPU's
+	 * model when calibrated, else measured_member_us). */
+	std::atomic<double> predicted_member_us{NAN};
 };
 
 /* A task taken into a batch, with what must be restored before it terminates. */

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,7 @@ struct RunningBatch {
 	std::vector<LentMember> members; /* never resized after submission */
 	std::vector<unsigned> buffer_of_use; /* member m's buffer b is the proxy's buffer_of_use[m * nbuffers + b] */
 	Statistics *stats;
+	double predicted_us;             /* NaN when unknown; read by StarPU through proxy_model */
 	double exec_us = 0.0;            /* written by run_batch, read by finish_batch */
 	std::atomic<std::size_t> references;
 
@@ -64,6 +66,19 @@ void run_batch(void *buffers[], void *arg)
 		member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
 	}
 	batch->exec_us = starpu_timing_now() - start_us;
+	/* The online estimate for codelets StarPU has no model for. */
+	double member_us = batch->exec_us / double(batch->members.size());
+	std::atomic<double> &measured = batch->family->measured_member_us;
+	double previous = measured.load(std::memory_order_relaxed);
+	measured.store(std::isnan(previous) ? member_us : 0.75 * previous + 0.25 * member_us, std::memory_order_relaxed);
+}
+
+/* The proxy codelet's STARPU_COMMON cost function: StarPU asks it (from the
+ * base policy's push, any thread) how long a proxy will run. */
+double predicted_batch_us(struct starpu_task *proxy, unsigned nimpl)
+{
+	(void)nimpl;
+	return static_cast<RunningBatch *>(proxy->cl_arg)->predicted_us;
 }
 
 /* Stands in for a member's callback, so that it runs inside the member's
@@ -96,7 +111,8 @@ void finish_batch(void *arg)
 {
 	RunningBatch *batch = static_cast<RunningBatch *>(arg);
 	if (batch->stats)
-		batch->stats->record_batch(batch->family->key.codelet, batch->members.size(), batch->exec_us);
+		batch->stats->record_batch(batch->family->key.codelet, batch->members.size(), batch->exec_us,
+					   batch->predicted_us);
 	for (LentMember &lent : batch->members)
 		starpu_task_end_dep_release(lent.task);
 	batch->release();
@@ -116,6 +132,13 @@ void init_proxy_codelet(Family &family)
 	 * the application ordered after them. */
 	cl.flags = STARPU_CODELET_NOPLANS;
 	cl.name = family.proxy_name.c_str();
+	/* A cost function, not a history: StarPU must not record a batch's
+	 * time anywhere, nor try to calibrate the proxy. */
+	std::memset(&family.proxy_model, 0, sizeof(family.proxy_model));
+	family.proxy_model.type = STARPU_COMMON;
+	family.proxy_model.cost_function = predicted_batch_us;
+	family.proxy_model.symbol = family.proxy_name.c_str();
+	cl.model = &family.proxy_model;
 }
 
 bool is_proxy_task(const struct starpu_task *task)
@@ -128,7 +151,9 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 	const unsigned nbuffers = family.key.nbuffers;
 	const std::size_t total = members.size() * nbuffers;
 
-	RunningBatch *batch = new RunningBatch{&family, {}, {}, stats, 0.0, {members.size() + 1}};
+	double predicted_member_us = family.predicted_member_us.load(std::memory_order_relaxed);
+	RunningBatch *batch = new RunningBatch{&family, {}, {}, stats, predicted_member_us * double(members.size()),
+					       0.0, {members.size() + 1}};
 	batch->members.reserve(members.size());
 	for (const Member &member : members) {
 		struct starpu_task *task = member.task;

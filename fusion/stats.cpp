@@ -1,6 +1,8 @@
 /* Fusion statistics; see stats.h. */
 #include "fusion/stats.h"
 
+#include <cmath>
+
 namespace fusing {
 
 void Statistics::record_submitted(const struct starpu_codelet *cl, const char *task_name)
@@ -20,7 +22,7 @@ void Statistics::record_unfused(const struct starpu_codelet *cl, UnfusedReason r
 	per_codelet_[cl].unfused[static_cast<std::size_t>(reason)]++;
 }
 
-void Statistics::record_batch(const struct starpu_codelet *cl, std::size_t size, double exec_us)
+void Statistics::record_batch(const struct starpu_codelet *cl, std::size_t size, double exec_us, double predicted_us)
 {
 	std::lock_guard<std::mutex> lock(mutex_);
 	PerCodelet &entry = per_codelet_[cl];
@@ -29,6 +31,11 @@ void Statistics::record_batch(const struct starpu_codelet *cl, std::size_t size,
 	if (size > entry.largest_batch)
 		entry.largest_batch = size;
 	entry.batch_exec_us += exec_us;
+	if (!std::isnan(predicted_us)) {
+		entry.predicted_batches++;
+		entry.predicted_batch_us += predicted_us;
+		entry.measured_predicted_us += exec_us;
+	}
 }
 
 void Statistics::print(FILE *stream) const
@@ -43,6 +50,10 @@ void Statistics::print(FILE *stream) const
 		std::fprintf(stream, "[starpu-fusing] %-24s %10llu %10llu %8llu %10.1f %9llu %14.1f\n",
 			     c.name.c_str(), (unsigned long long)c.submitted, (unsigned long long)c.fused,
 			     (unsigned long long)c.batches, mean_size, (unsigned long long)c.largest_batch, mean_us);
+		if (c.predicted_batches)
+			std::fprintf(stream, "[starpu-fusing]   %llu predicted batches: mean predicted %.1f us, measured %.1f us\n",
+				     (unsigned long long)c.predicted_batches, c.predicted_batch_us / double(c.predicted_batches),
+				     c.measured_predicted_us / double(c.predicted_batches));
 		for (std::size_t reason = 1; reason < c.unfused.size(); reason++)
 			if (c.unfused[reason])
 				std::fprintf(stream, "[starpu-fusing]   unfused, %s: %llu\n",

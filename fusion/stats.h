@@ -24,8 +24,9 @@ public:
 	void record_submitted(const struct starpu_codelet *cl, const char *task_name);
 	/* It will run unfused, for reason (submitting or readying thread). */
 	void record_unfused(const struct starpu_codelet *cl, UnfusedReason reason);
-	/* A batch of size members of cl ran in exec_us (proxy callback thread). */
-	void record_batch(const struct starpu_codelet *cl, std::size_t size, double exec_us);
+	/* A batch of size members of cl ran in exec_us, predicted at
+	 * predicted_us (NaN: no prediction) (proxy callback thread). */
+	void record_batch(const struct starpu_codelet *cl, std::size_t size, double exec_us, double predicted_us);
 
 	/* Writes one table, one row per codelet. */
 	void print(FILE *stream) const;
@@ -38,6 +39,9 @@ private:
 		std::uint64_t batches = 0;
 		std::uint64_t largest_batch = 0;
 		double batch_exec_us = 0.0;
+		std::uint64_t predicted_batches = 0;
+		double predicted_batch_us = 0.0;  /* over predicted batches only */
+		double measured_predicted_us = 0.0; /* measured time of those batches */
 		std::array<std::uint64_t, static_cast<std::size_t>(UnfusedReason::count_)> unfused{};
 	};
 

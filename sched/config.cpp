@@ -25,6 +25,23 @@ std::optional<bool> parse_switch(const std::string &text)
 	return std::nullopt;
 }
 
+/* "a,b,c" -> {a, b, c}; nullopt when empty or with an empty item. */
+std::optional<std::vector<std::string>> parse_name_list(const std::string &text)
+{
+	std::vector<std::string> names;
+	std::size_t start = 0;
+	for (;;) {
+		std::size_t comma = text.find(',', start);
+		std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+		if (name.empty() || name.find_first_of(" \t") != std::string::npos)
+			return std::nullopt;
+		names.push_back(name);
+		if (comma == std::string::npos)
+			return names;
+		start = comma + 1;
+	}
+}
+
 std::optional<unsigned long> parse_count(const std::string &text)
 {
 	if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
@@ -39,7 +56,8 @@ std::optional<unsigned long> parse_count(const std::string &text)
 
 /* Every variable the library reads; the launcher's own variable included. */
 const char *const known_variables[] = {
-	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH",
+	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
+	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
 	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
 };
 
@@ -98,6 +116,38 @@ ConfigResult parse_config(const EnvLookup &lookup)
 		config.max_batch_tasks = static_cast<unsigned>(*count);
 	}
 
+	if (auto text = lookup("STARPU_FUSING_MIN_BATCH")) {
+		auto count = parse_count(*text);
+		if (!count || *count < 1 || *count > config.max_batch_tasks) {
+			result.error = invalid("STARPU_FUSING_MIN_BATCH", *text,
+					       "an integer from 1 to STARPU_FUSING_MAX_BATCH (" + std::to_string(config.max_batch_tasks) + ")");
+			return result;
+		}
+		config.min_batch_tasks = static_cast<unsigned>(*count);
+	} else if (config.min_batch_tasks > config.max_batch_tasks) {
+		config.min_batch_tasks = config.max_batch_tasks;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_TARGET")) {
+		auto target = parse_duration_us(*text);
+		if (!target || *target < 1.0 || *target > 100e6) {
+			result.error = invalid("STARPU_FUSING_TARGET", *text, "a duration from 1us to 100s with a unit: us, ms or s (e.g. 100ms)");
+			return result;
+		}
+		config.target_us = *target;
+	}
+
+	for (const char *name : {"STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE"}) {
+		if (auto text = lookup(name)) {
+			auto names = parse_name_list(*text);
+			if (!names) {
+				result.error = invalid(name, *text, "comma-separated codelet names, without spaces or empty names (e.g. conv2d,bias_add)");
+				return result;
+			}
+			(std::string(name) == "STARPU_FUSING_ONLY" ? config.only_codelets : config.exclude_codelets) = *names;
+		}
+	}
+
 	if (auto text = lookup("STARPU_FUSING_MAX_DELAY")) {
 		auto delay = parse_duration_us(*text);
 		if (!delay || *delay < 1.0 || *delay > 10e6) {
@@ -128,6 +178,19 @@ ConfigResult parse_config(const EnvLookup &lookup)
 	}
 
 	return result;
+}
+
+bool codelet_selected(const Config &config, const char *name)
+{
+	auto listed = [name](const std::vector<std::string> &names) {
+		for (const std::string &listed_name : names)
+			if (name && listed_name == name)
+				return true;
+		return false;
+	};
+	if (!config.only_codelets.empty() && !listed(config.only_codelets))
+		return false;
+	return !listed(config.exclude_codelets);
 }
 
 EnvLookup process_environment()

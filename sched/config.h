@@ -19,6 +19,10 @@ struct Config {
 	bool fusion_enabled = true;           /* STARPU_FUSING */
 	std::string base_policy = "lws";      /* STARPU_FUSING_BASE (StarPU's own default) */
 	unsigned max_batch_tasks = 64;        /* STARPU_FUSING_MAX_BATCH */
+	unsigned min_batch_tasks = 2;         /* STARPU_FUSING_MIN_BATCH */
+	double target_us = 100000.0;          /* STARPU_FUSING_TARGET: predicted work per batch */
+	std::vector<std::string> only_codelets;    /* STARPU_FUSING_ONLY; empty: all */
+	std::vector<std::string> exclude_codelets; /* STARPU_FUSING_EXCLUDE */
 	double max_delay_us = 1000.0;         /* STARPU_FUSING_MAX_DELAY */
 	bool print_stats = false;             /* STARPU_FUSING_STATS */
 	/* STARPU_FUSING_HOLD: when a ready fusable task waits for a batch.
@@ -51,6 +55,10 @@ std::vector<std::string> process_fusing_variable_names();
  * is not a variable we read (a misspelling would otherwise be ignored
  * silently), or an empty string. */
 std::string check_variable_names(const std::vector<std::string> &names);
+
+/* Whether tasks of the codelet called name may be fused under config's
+ * STARPU_FUSING_ONLY / STARPU_FUSING_EXCLUDE (name may be null). */
+bool codelet_selected(const Config &config, const char *name);
 
 /* Parses a duration such as "100ms", "250us", "1s", "1.5ms" into
  * microseconds.  A unit is mandatory: a bare number is ambiguous. */

@@ -70,6 +70,30 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_MAX_DELAY", "1e3us", "with a unit");
 	expect_error("STARPU_FUSING_STATS", "true", "0 or 1");
 	expect_error("STARPU_FUSING_HOLD", "sometimes", "when-busy (hold");
+	expect_error("STARPU_FUSING_TARGET", "fast", "from 1us to 100s");
+	expect_error("STARPU_FUSING_TARGET", "200s", "from 1us to 100s");
+	expect_error("STARPU_FUSING_MIN_BATCH", "0", "from 1 to STARPU_FUSING_MAX_BATCH (64)");
+	expect_error("STARPU_FUSING_ONLY", "conv, add", "comma-separated codelet names");
+	expect_error("STARPU_FUSING_EXCLUDE", "conv,", "comma-separated codelet names");
+}
+
+static void config_selects_codelets_by_name(void **)
+{
+	ConfigResult r = parse_config(env({{"STARPU_FUSING_ONLY", "conv2d,bias_add"}, {"STARPU_FUSING_EXCLUDE", "bias_add"},
+					   {"STARPU_FUSING_TARGET", "250us"}, {"STARPU_FUSING_MIN_BATCH", "4"}}));
+	assert_true(r.error.empty());
+	assert_true(codelet_selected(r.config, "conv2d"));
+	assert_false(codelet_selected(r.config, "bias_add"));
+	assert_false(codelet_selected(r.config, "relu"));
+	assert_false(codelet_selected(r.config, nullptr));
+	assert_true(r.config.target_us == 250.0);
+	assert_int_equal(r.config.min_batch_tasks, 4);
+	ConfigResult defaults = parse_config(env({}));
+	assert_true(codelet_selected(defaults.config, nullptr));
+	assert_true(defaults.config.target_us == 100000.0);
+	/* MIN_BATCH relative to a smaller MAX_BATCH */
+	ConfigResult small = parse_config(env({{"STARPU_FUSING_MAX_BATCH", "1"}}));
+	assert_int_equal(small.config.min_batch_tasks, 1);
 }
 
 static void config_parses_durations_with_units(void **)
@@ -99,6 +123,7 @@ int main(void)
 		cmocka_unit_test(config_reads_every_variable),
 		cmocka_unit_test(config_rejects_malformed_values),
 		cmocka_unit_test(config_parses_durations_with_units),
+		cmocka_unit_test(config_selects_codelets_by_name),
 		cmocka_unit_test(config_rejects_unknown_variable_names),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -31,6 +31,14 @@ grep -q "^\[starpu-fusing\] increment " "$err" || fail "the fusing policy did no
 STARPU_SCHED=help "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
 grep -q "^fusing " "$err" || fail "STARPU_SCHED=help does not list fusing"
 
+# STARPU_FUSING_ONLY / STARPU_FUSING_EXCLUDE select families by codelet name.
+fused_increments() { awk '$1 == "[starpu-fusing]" && $2 == "increment" { print $4 }' "$err"; }
+STARPU_FUSING_HOLD=always STARPU_FUSING_STATS=1 STARPU_FUSING_ONLY=increment "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+[ "$(fused_increments)" -gt 0 ] 2>/dev/null || fail "STARPU_FUSING_ONLY=increment fused no increment task"
+STARPU_FUSING_HOLD=always STARPU_FUSING_STATS=1 STARPU_FUSING_EXCLUDE=other,increment "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+[ "$(fused_increments)" = 0 ] || fail "STARPU_FUSING_EXCLUDE=other,increment still fused increment tasks"
+grep -q "excluded by STARPU_FUSING_ONLY/EXCLUDE: 5" "$err" || fail "exclusions not counted in the statistics"
+
 # Bad configuration: one line, naming variable and value, exit status 1.
 check_rejected() { # VARIABLE VALUE EXPECTED_FRAGMENT
 	env "$1=$2" "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
@@ -54,6 +62,10 @@ check_rejected STARPU_FUSING_MAX_BATCH 0 "from 1 to 4096"
 check_rejected STARPU_FUSING_MAX_DELAY 5 "with a unit"
 check_rejected STARPU_FUSING_HOLD never "when-busy"
 check_rejected STARPU_FUSING_STATS on "0 or 1"
+check_rejected STARPU_FUSING_TARGET 100 "with a unit"
+check_rejected STARPU_FUSING_MIN_BATCH 65 "from 1 to STARPU_FUSING_MAX_BATCH (64)"
+check_rejected STARPU_FUSING_ONLY "a,,b" "comma-separated codelet names"
+check_rejected STARPU_FUSING_EXCLUDE "" "comma-separated codelet names"
 check_rejected STARPU_FUSING_MAXBATCH 8 "unknown variable STARPU_FUSING_MAXBATCH"
 
 echo "selection and configuration: $failures failed"

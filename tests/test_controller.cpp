@@ -1,0 +1,66 @@
+/* Ensures the granularity controller follows the rule documented in
+ * fusion/controller.h and the README, as a pure function of predictions,
+ * target, worker state and batch contents. */
+#include "fusion/controller.h"
+#include "tests/cmocka.hpp"
+
+#include <numeric>
+
+using namespace fusing;
+
+static const Targets targets{1000.0 /* 1 ms */, 2, 64};
+
+static void controller_runs_tasks_at_or_above_target_unfused(void **)
+{
+	assert_true(decide_hold(1000.0, targets, true, true) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(5000.0, targets, true, false) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(999.0, targets, true, false) == UnfusedReason::none);
+}
+
+static void controller_holds_only_while_every_worker_is_busy(void **)
+{
+	assert_true(decide_hold(10.0, targets, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(NAN, targets, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(NAN, targets, true, false) == UnfusedReason::none);
+	/* STARPU_FUSING_HOLD=always holds even when workers idle. */
+	assert_true(decide_hold(10.0, targets, false, true) == UnfusedReason::none);
+}
+
+static void controller_sizes_batches_to_reach_the_target(void **)
+{
+	assert_int_equal(batch_size_for(100.0, targets), 10);  /* 10 x 100 us = 1 ms */
+	assert_int_equal(batch_size_for(300.0, targets), 4);   /* rounds up: 1.2 ms */
+	assert_int_equal(batch_size_for(1.0, targets), 64);    /* capped by max_members */
+	assert_int_equal(batch_size_for(900.0, targets), 2);   /* at least min_members */
+	assert_int_equal(batch_size_for(NAN, targets), 64);    /* no prediction: the cap */
+	assert_int_equal(batch_size_for(0.0, targets), 64);
+	Targets single{1000.0, 1, 1};
+	assert_int_equal(batch_size_for(10.0, single), 1);
+}
+
+static void controller_splits_batches_over_idle_workers(void **)
+{
+	auto sizes = split_for_workers(10, 4);
+	assert_true((sizes == std::vector<std::size_t>{3, 3, 2, 2}));
+	assert_true((split_for_workers(3, 8) == std::vector<std::size_t>{1, 1, 1}));
+	assert_true((split_for_workers(5, 1) == std::vector<std::size_t>{5}));
+	assert_true((split_for_workers(5, 0) == std::vector<std::size_t>{5}));
+	for (std::size_t members = 1; members < 50; members++)
+		for (unsigned workers = 1; workers < 9; workers++) {
+			auto parts = split_for_workers(members, workers);
+			assert_int_equal(std::accumulate(parts.begin(), parts.end(), std::size_t(0)), members);
+			for (std::size_t part : parts)
+				assert_true(part >= 1);
+		}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(controller_runs_tasks_at_or_above_target_unfused),
+		cmocka_unit_test(controller_holds_only_while_every_worker_is_busy),
+		cmocka_unit_test(controller_sizes_batches_to_reach_the_target),
+		cmocka_unit_test(controller_splits_batches_over_idle_workers),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

@@ -1,0 +1,200 @@
+/* StarPU-level tests of the granularity controller (fusion/controller.h):
+ * batches sized from predictions toward STARPU_FUSING_TARGET (1 ms here),
+ * tasks at or above the target left alone, the online estimate for codelets
+ * without a model, and few long tasks never serialised into one batch.
+ *
+ * Usage: test_granularity BASE[.granularity] */
+#include "starpu_fusing.h"
+#include "tests/cmocka.hpp"
+
+#include <starpu.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::atomic<long> runs_in_batch{0};
+std::atomic<long> largest_batch{0};
+double predicted_us = 100.0; /* what model_cost returns */
+
+void note_batch()
+{
+	long size = starpu_fusing_current_batch_size();
+	if (size > 0)
+		runs_in_batch++;
+	long seen = largest_batch.load();
+	while (size > seen && !largest_batch.compare_exchange_weak(seen, size))
+		;
+}
+
+void spin(double us)
+{
+	double start = starpu_timing_now();
+	while (starpu_timing_now() - start < us)
+		;
+}
+
+void modelled_body(void *buffers[], void *)
+{
+	note_batch();
+	(*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])))++;
+}
+
+void spinning_body(void *buffers[], void *cl_arg)
+{
+	note_batch();
+	spin(*static_cast<double *>(cl_arg));
+	(*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])))++;
+}
+
+double model_cost(struct starpu_task *, unsigned)
+{
+	return predicted_us;
+}
+
+struct starpu_perfmodel fixed_model = [] {
+	struct starpu_perfmodel model = {};
+	model.type = STARPU_COMMON;
+	model.cost_function = model_cost;
+	model.symbol = "granularity_fixed";
+	return model;
+}();
+
+struct starpu_codelet make_codelet(void (*body)(void **, void *), struct starpu_perfmodel *model, const char *name)
+{
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = body;
+	cl.nbuffers = 1;
+	cl.modes[0] = STARPU_RW;
+	cl.model = model;
+	cl.name = name;
+	return cl;
+}
+
+struct starpu_codelet modelled_codelet = make_codelet(modelled_body, &fixed_model, "modelled");
+struct starpu_codelet spinning_codelet = make_codelet(spinning_body, nullptr, "spinning");
+
+int start_starpu(void **)
+{
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	if (!conf.sched_policy || starpu_init(&conf) != 0)
+		return -1;
+	runs_in_batch = largest_batch = 0;
+	return 0;
+}
+
+int stop_starpu(void **)
+{
+	starpu_shutdown();
+	return 0;
+}
+
+/* Submits n tasks of cl on n fresh variables, waits, checks each ran once. */
+void run_independent(struct starpu_codelet *cl, long n, double spin_us = 0.0)
+{
+	std::vector<long> values(n, 0);
+	std::vector<starpu_data_handle_t> handles(n);
+	for (long i = 0; i < n; i++) {
+		starpu_variable_data_register(&handles[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&values[i]), sizeof(long));
+		struct starpu_task *task = starpu_task_create();
+		task->cl = cl;
+		task->handles[0] = handles[i];
+		task->cl_arg = &spin_us;
+		assert_int_equal(starpu_task_submit(task), 0);
+	}
+	starpu_task_wait_for_all();
+	for (long i = 0; i < n; i++) {
+		starpu_data_unregister(handles[i]);
+		assert_int_equal(values[i], 1);
+	}
+}
+
+/* (b) Many tiny tasks predicted at 100 us, target 1 ms: batches of 10. */
+void granularity_batches_reach_the_target(void **)
+{
+	predicted_us = 100.0;
+	run_independent(&modelled_codelet, 600);
+	assert_int_equal(runs_in_batch.load(), 600);
+	assert_int_equal(largest_batch.load(), 10);
+}
+
+/* (c) Tasks predicted at or above the target are never fused. */
+void granularity_tasks_above_target_run_unfused(void **)
+{
+	predicted_us = 2000.0;
+	run_independent(&modelled_codelet, 200);
+	assert_int_equal(runs_in_batch.load(), 0);
+	predicted_us = 1000.0; /* at the target */
+	run_independent(&modelled_codelet, 200);
+	assert_int_equal(runs_in_batch.load(), 0);
+}
+
+/* (d) Without a model, the measured duration sizes later batches: tasks of
+ * at least 250 us make batches of at most ceil(1000 / 250) = 4. */
+void granularity_online_estimate_without_model(void **)
+{
+	run_independent(&spinning_codelet, 40, 250.0);
+	runs_in_batch = largest_batch = 0;
+	run_independent(&spinning_codelet, 40, 250.0);
+	assert_int_equal(runs_in_batch.load(), 40);
+	assert_true(largest_batch.load() >= 1);
+	assert_true(largest_batch.load() <= 4);
+}
+
+/* (a) Default hold mode: fewer than twice as many long-ish tasks as workers
+ * never share a batch. */
+void granularity_few_tasks_never_serialised(void **)
+{
+	predicted_us = 300.0;
+	unsigned workers = starpu_worker_get_count();
+	run_independent(&spinning_codelet, 2 * workers - 1, 300.0);
+	assert_true(largest_batch.load() <= 1);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 2)
+		return 99;
+	std::string base = argv[1];
+	base = base.substr(base.find_last_of('/') + 1);
+	if (base.size() > 12 && base.compare(base.size() - 12, 12, ".granularity") == 0)
+		base.resize(base.size() - 12);
+	unsetenv("STARPU_SCHED");
+	setenv("STARPU_FUSING_BASE", base.c_str(), 1);
+	setenv("STARPU_FUSING_TARGET", "1ms", 1);
+	setenv("STARPU_FUSING_MAX_BATCH", "16", 1);
+	setenv("STARPU_FUSING_MIN_BATCH", "1", 1);
+
+	/* The policy reads its configuration once per process: the tests that
+	 * need the default hold mode run in a second process. */
+	const char *phase = std::getenv("GRANULARITY_PHASE");
+	if (!phase) {
+		setenv("GRANULARITY_PHASE", "when-busy", 1);
+		std::string command = std::string("\"") + argv[0] + "\" " + argv[1];
+		int status = std::system(command.c_str());
+		if (status != 0)
+			return 1;
+		setenv("STARPU_FUSING_HOLD", "always", 1);
+		const struct CMUnitTest tests[] = {
+			cmocka_unit_test_setup_teardown(granularity_batches_reach_the_target, start_starpu, stop_starpu),
+			cmocka_unit_test_setup_teardown(granularity_tasks_above_target_run_unfused, start_starpu, stop_starpu),
+			cmocka_unit_test_setup_teardown(granularity_online_estimate_without_model, start_starpu, stop_starpu),
+		};
+		std::string group = "granularity over " + base + " (hold always)";
+		return cmocka_run_group_tests_name(group.c_str(), tests, nullptr, nullptr);
+	}
+	unsetenv("STARPU_FUSING_HOLD");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(granularity_few_tasks_never_serialised, start_starpu, stop_starpu),
+	};
+	std::string group = "granularity over " + base + " (hold when busy)";
+	return cmocka_run_group_tests_name(group.c_str(), tests, nullptr, nullptr);
+}
