@@ -136,6 +136,8 @@ Family *Engine::family_locked(const struct starpu_task *task)
 	if (it == families_.end()) {
 		const char *name = task->cl->name ? task->cl->name : task->name;
 		it = families_.emplace(key, std::make_unique<Family>(key, name)).first;
+		if (cpu_perf_arch_)
+			it->second->cpu_relative_speedup = starpu_worker_get_relative_speedup(cpu_perf_arch_);
 	}
 	last_family_ = it->second.get();
 	return last_family_;

@@ -52,6 +52,11 @@ struct Family {
 	/* The prediction used for the family's latest ready task (StarPU's
 	 * model when calibrated, else measured_member_us). */
 	std::atomic<double> predicted_member_us{NAN};
+	/* StarPU divides a STARPU_COMMON cost by the architecture's relative
+	 * speedup (common_task_expected_perf in src/core/perfmodel/perfmodel.c);
+	 * member predictions are already for the CPU, so the proxy's cost
+	 * function multiplies it back.  Set once, at creation. */
+	double cpu_relative_speedup = 1.0;
 };
 
 /* A task taken into a batch, with what must be restored before it terminates. */

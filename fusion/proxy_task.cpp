@@ -78,7 +78,8 @@ void run_batch(void *buffers[], void *arg)
 double predicted_batch_us(struct starpu_task *proxy, unsigned nimpl)
 {
 	(void)nimpl;
-	return static_cast<RunningBatch *>(proxy->cl_arg)->predicted_us;
+	RunningBatch *batch = static_cast<RunningBatch *>(proxy->cl_arg);
+	return batch->predicted_us * batch->family->cpu_relative_speedup;
 }
 
 /* Stands in for a member's callback, so that it runs inside the member's
