@@ -23,6 +23,14 @@ struct ChainedPrologue {
 	void *arg;
 };
 
+/* The task on_ready just held and its prediction: StarPU calls on_admitted
+ * for it next, in the same thread (_starpu_repush_task, right after the
+ * prologue). */
+thread_local struct {
+	struct starpu_task *task = nullptr;
+	double predicted_us = NAN;
+} just_held;
+
 double now_us()
 {
 	using namespace std::chrono;
@@ -92,12 +100,7 @@ void Engine::on_ready(void *chained_prologue)
 
 	Engine *engine = active_engine.load(std::memory_order_acquire);
 	const unsigned ctx = task->sched_ctx;
-	Family *family;
-	{
-		std::lock_guard<std::mutex> lock(engine->mutex_);
-		family = engine->family_locked(task);
-	}
-	double predicted_us = engine->predict_member_us(task, *family);
+	double predicted_us = engine->predict_member_us(task);
 	UnfusedReason reason = decide_hold(predicted_us, engine->targets_,
 					   every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
 									engine->nworkers_[ctx].load(std::memory_order_relaxed)),
@@ -110,6 +113,8 @@ void Engine::on_ready(void *chained_prologue)
 	/* Take it: StarPU will release its data without running it (NOWHERE),
 	 * then call on_admitted, then wait for our end-dependency release
 	 * before terminating it. */
+	just_held.task = task;
+	just_held.predicted_us = predicted_us;
 	task->prologue_callback_pop_func = on_admitted;
 	task->prologue_callback_pop_arg = reinterpret_cast<void *>(static_cast<std::intptr_t>(task->where));
 	task->where = STARPU_NOWHERE;
@@ -150,7 +155,10 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
 		std::lock_guard<std::mutex> lock(mutex_);
 		bool was_empty = buffers_.buffered() == 0;
 		Family *family = family_locked(task);
-		std::size_t limit = batch_size_for(family->predicted_member_us.load(std::memory_order_relaxed), targets_);
+		double predicted_us = just_held.task == task ? just_held.predicted_us : NAN;
+		just_held.task = nullptr;
+		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
+		std::size_t limit = batch_size_for(predicted_us, targets_);
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
 			full_batches_.push_back(std::move(*full));
@@ -170,7 +178,7 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
 		request_flush(ctx);
 }
 
-double Engine::predict_member_us(struct starpu_task *task, Family &family)
+double Engine::predict_member_us(struct starpu_task *task)
 {
 	double predicted_us = NAN;
 	/* StarPU's own model, when the codelet has one and it is calibrated
@@ -181,8 +189,7 @@ double Engine::predict_member_us(struct starpu_task *task, Family &family)
 			predicted_us = expected;
 	}
 	if (std::isnan(predicted_us))
-		predicted_us = family.measured_member_us.load(std::memory_order_relaxed);
-	family.predicted_member_us.store(predicted_us, std::memory_order_relaxed);
+		predicted_us = measured_estimates_.get(task->cl);
 	return predicted_us;
 }
 

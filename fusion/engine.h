@@ -23,6 +23,7 @@
 #include "fusion/batch_buffers.h"
 #include "fusion/controller.h"
 #include "fusion/family.h"
+#include "fusion/measured_durations.h"
 #include "fusion/stats.h"
 #include "sched/config.h"
 
@@ -69,6 +70,10 @@ public:
 
 	void print_statistics(FILE *stream) const { stats_.print(stream); }
 
+	/* The online estimate: mean member duration measured in batches, per
+	 * codelet.  Lock-free so that every readying thread can consult it. */
+	MeasuredDurations &measured_durations() { return measured_estimates_; }
+
 private:
 	using Buffers = BatchBuffers<Family *, Member>;
 
@@ -78,13 +83,14 @@ private:
 	void request_flush(unsigned sched_ctx);
 	Family *family_locked(const struct starpu_task *task);
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
-	double predict_member_us(struct starpu_task *task, Family &family);
+	double predict_member_us(struct starpu_task *task);
 	void flusher_loop();
 
 	const Config config_;
 	const Targets targets_;
 	struct starpu_perfmodel_arch *cpu_perf_arch_ = nullptr; /* for StarPU's models */
 	Statistics stats_;
+	MeasuredDurations measured_estimates_;
 
 	std::mutex mutex_;                       /* guards the fields below it, up to the atomics */
 	std::condition_variable flusher_wakeup_; /* signalled with mutex_ held or just released */

@@ -45,12 +45,9 @@ struct Family {
 	/* Gives the base policy the batch's predicted duration (dmda & co). */
 	struct starpu_perfmodel proxy_model;
 
-	/* Mean member duration measured in this family's batches (moving
-	 * average); NaN before the first batch.  Written by the worker running
-	 * a batch, read by any thread: a hint, hence relaxed atomics. */
-	std::atomic<double> measured_member_us{NAN};
-	/* The prediction used for the family's latest ready task (StarPU's
-	 * model when calibrated, else measured_member_us). */
+	/* The prediction used for the family's latest held task (StarPU's
+	 * model when calibrated, else the measured estimate); written under
+	 * the engine's mutex_, read when a proxy is built: a hint. */
 	std::atomic<double> predicted_member_us{NAN};
 	/* StarPU divides a STARPU_COMMON cost by the architecture's relative
 	 * speedup (common_task_expected_perf in src/core/perfmodel/perfmodel.c);

@@ -3,6 +3,7 @@
 
 #include "fusion/buffer_merge.h"
 #include "fusion/current_member.h"
+#include "fusion/engine.h"
 #include "fusion/stats.h"
 
 #include <algorithm>
@@ -67,10 +68,8 @@ void run_batch(void *buffers[], void *arg)
 	}
 	batch->exec_us = starpu_timing_now() - start_us;
 	/* The online estimate for codelets StarPU has no model for. */
-	double member_us = batch->exec_us / double(batch->members.size());
-	std::atomic<double> &measured = batch->family->measured_member_us;
-	double previous = measured.load(std::memory_order_relaxed);
-	measured.store(std::isnan(previous) ? member_us : 0.75 * previous + 0.25 * member_us, std::memory_order_relaxed);
+	if (Engine *engine = active_engine.load(std::memory_order_acquire))
+		engine->measured_durations().record(batch->family->key.codelet, batch->exec_us / double(batch->members.size()));
 }
 
 /* The proxy codelet's STARPU_COMMON cost function: StarPU asks it (from the
