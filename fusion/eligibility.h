@@ -25,7 +25,7 @@ enum class UnfusedReason {
 	regenerate,
 	synchronous,
 	bundle,
-	pop_prologue,         /* the engine needs prologue_callback_pop_func */
+	pop_prologue,         /* StarPU would call it when the task is held, not when it runs */
 	sequential_consistency_off,
 	redux_access,
 	commute_access,

@@ -3,7 +3,6 @@
 
 #include "fusion/admission.h"
 #include "fusion/controller.h"
-#include "fusion/current_member.h"
 #include "fusion/eligibility.h"
 #include "fusion/proxy_task.h"
 
@@ -17,19 +16,26 @@ std::atomic<Engine *> active_engine{nullptr};
 
 namespace {
 
-/* The application's own ready prologue, kept while ours stands in for it. */
+/* Our ready prologue's argument is the task itself, or, when the
+ * application had a ready prologue of its own, a ChainedPrologue tagged by
+ * its lowest bit (both are at least 2-byte aligned).  Passing the task
+ * spares a starpu_task_get_current() per task. */
 struct ChainedPrologue {
+	struct starpu_task *task;
 	void (*function)(void *);
 	void *arg;
 };
 
-/* The task on_ready just held and its prediction: StarPU calls on_admitted
- * for it next, in the same thread (_starpu_repush_task, right after the
- * prologue). */
-thread_local struct {
-	struct starpu_task *task = nullptr;
-	double predicted_us = NAN;
-} just_held;
+void *prologue_arg_for(struct starpu_task *task, ChainedPrologue *chained)
+{
+	return chained ? reinterpret_cast<void *>(reinterpret_cast<std::uintptr_t>(chained) | 1u) : task;
+}
+
+ChainedPrologue *chained_prologue_in(void *arg)
+{
+	std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(arg);
+	return (bits & 1u) ? reinterpret_cast<ChainedPrologue *>(bits & ~std::uintptr_t(1)) : nullptr;
+}
 
 double now_us()
 {
@@ -41,6 +47,7 @@ double now_us()
 
 Engine::Engine(const Config &config)
 	: config_(config), targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks},
+	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty()),
 	  buffers_(config.max_batch_tasks, config.max_delay_us)
 {
 	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
@@ -71,7 +78,7 @@ void Engine::on_submit(struct starpu_task *task)
 	UnfusedReason reason = check_fusable(task);
 	if (config_.print_stats)
 		stats_.record_submitted(task->cl, task->name);
-	if (reason == UnfusedReason::none && !codelet_selected(config_, task->cl->name))
+	if (reason == UnfusedReason::none && selecting_by_name_ && !codelet_selected(config_, task->cl->name))
 		reason = UnfusedReason::family_not_selected;
 	if (reason != UnfusedReason::none) {
 		if (config_.print_stats)
@@ -80,18 +87,18 @@ void Engine::on_submit(struct starpu_task *task)
 	}
 	ChainedPrologue *chained = nullptr;
 	if (task->prologue_callback_func)
-		chained = new ChainedPrologue{task->prologue_callback_func, task->prologue_callback_arg};
+		chained = new ChainedPrologue{task, task->prologue_callback_func, task->prologue_callback_arg};
 	task->prologue_callback_func = on_ready;
-	task->prologue_callback_arg = chained;
+	task->prologue_callback_arg = prologue_arg_for(task, chained);
 }
 
 /* StarPU calls this from _starpu_push_task when the task's dependencies are
  * satisfied, in whichever thread satisfied the last one, with no scheduler
  * lock held and starpu_task_get_current() returning the task. */
-void Engine::on_ready(void *chained_prologue)
+void Engine::on_ready(void *prologue_arg)
 {
-	struct starpu_task *task = starpu_current_task_bypassing_members();
-	ChainedPrologue *chained = static_cast<ChainedPrologue *>(chained_prologue);
+	ChainedPrologue *chained = chained_prologue_in(prologue_arg);
+	struct starpu_task *task = chained ? chained->task : static_cast<struct starpu_task *>(prologue_arg);
 	task->prologue_callback_func = chained ? chained->function : nullptr;
 	task->prologue_callback_arg = chained ? chained->arg : nullptr;
 	delete chained;
@@ -110,26 +117,13 @@ void Engine::on_ready(void *chained_prologue)
 			engine->stats_.record_unfused(task->cl, reason);
 		return;
 	}
-	/* Take it: StarPU will release its data without running it (NOWHERE),
-	 * then call on_admitted, then wait for our end-dependency release
-	 * before terminating it. */
-	just_held.task = task;
-	just_held.predicted_us = predicted_us;
-	task->prologue_callback_pop_func = on_admitted;
-	task->prologue_callback_pop_arg = reinterpret_cast<void *>(static_cast<std::intptr_t>(task->where));
+	/* Take it: StarPU will release its data without running it (NOWHERE)
+	 * and wait for our end-dependency release before terminating it.  The
+	 * end dependency must exist before the task can reach a batch. */
+	std::int32_t where_before_batching = task->where;
 	task->where = STARPU_NOWHERE;
 	starpu_task_end_dep_add(task, 1);
-}
-
-/* StarPU calls this from the NOWHERE path of _starpu_repush_task, in the
- * thread that ran on_ready, right after on_ready returned. */
-void Engine::on_admitted(void *where_before_batching)
-{
-	struct starpu_task *task = starpu_current_task_bypassing_members();
-	task->prologue_callback_pop_func = nullptr;
-	task->prologue_callback_pop_arg = nullptr;
-	active_engine.load(std::memory_order_acquire)
-		->admit(task, static_cast<std::int32_t>(reinterpret_cast<std::intptr_t>(where_before_batching)));
+	engine->admit(task, where_before_batching, predicted_us);
 }
 
 Family *Engine::family_locked(const struct starpu_task *task)
@@ -148,15 +142,13 @@ Family *Engine::family_locked(const struct starpu_task *task)
 	return last_family_;
 }
 
-void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching)
+void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us)
 {
 	bool wake = false;
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
 		bool was_empty = buffers_.buffered() == 0;
 		Family *family = family_locked(task);
-		double predicted_us = just_held.task == task ? just_held.predicted_us : NAN;
-		just_held.task = nullptr;
 		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
 		std::size_t limit = batch_size_for(predicted_us, targets_);
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);

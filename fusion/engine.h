@@ -4,16 +4,20 @@
  *  1. on_submit (submitting thread): if check_fusable() accepts it, install
  *     our ready prologue, chaining the application's.
  *  2. on_ready (the thread that makes it ready, no scheduler lock held): if
- *     every worker of its context has queued work, hold it: where=NOWHERE,
- *     one end dependency, and our pop prologue.  Otherwise it runs unfused.
- *  3. on_admitted (same thread, from StarPU's NOWHERE path, after StarPU has
- *     read `where`): append it to its family's open batch.
- *  4. the flusher thread submits a proxy per closed batch (proxy_task.h),
+ *     the controller says so (controller.h), hold it: where=NOWHERE, one end
+ *     dependency, and append it to its family's open batch.  Otherwise it
+ *     runs unfused.  StarPU then takes its NOWHERE path: it releases the
+ *     task's data and makes the first of the two termination calls.
+ *  3. the flusher thread submits a proxy per closed batch (proxy_task.h),
  *     with no lock held.
- *  5. the proxy's callback restores `where` and releases the end dependency.
- * Step 3 being separate from step 2 matters: a proxy whose members only read
- * can start while the members still hold their read locks, and its callback
- * must not restore `where` before StarPU has taken the NOWHERE path.
+ *  4. the proxy's callback releases the end dependency: the second call.
+ *  5. in the member's termination (whichever of the two calls comes last),
+ *     its stand-in callback restores `where` and its own callback.
+ * Step 5 is where `where` comes back, not step 4, for two reasons: StarPU
+ * reads task->where in the termination to skip post_exec_hook for NOWHERE
+ * tasks (the base never saw the member), and a proxy whose members only read
+ * can start, and finish, while StarPU is still on its way to the NOWHERE
+ * check; the termination cannot complete before that check.
  *
  * Batches close when full, when max_delay has passed, and as soon as a worker
  * of the context is out of queued work (admission.h). */
@@ -77,9 +81,8 @@ public:
 private:
 	using Buffers = BatchBuffers<Family *, Member>;
 
-	static void on_ready(void *chained_prologue);
-	static void on_admitted(void *where_before_batching);
-	void admit(struct starpu_task *task, std::int32_t where_before_batching);
+	static void on_ready(void *prologue_arg);
+	void admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us);
 	void request_flush(unsigned sched_ctx);
 	Family *family_locked(const struct starpu_task *task);
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
@@ -88,6 +91,7 @@ private:
 
 	const Config config_;
 	const Targets targets_;
+	const bool selecting_by_name_; /* STARPU_FUSING_ONLY or _EXCLUDE set */
 	struct starpu_perfmodel_arch *cpu_perf_arch_ = nullptr; /* for StarPU's models */
 	Statistics stats_;
 	MeasuredDurations measured_estimates_;

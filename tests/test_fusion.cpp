@@ -122,6 +122,26 @@ struct starpu_codelet increment_vector_codelet = [] {
 	return cl;
 }();
 
+/* Reads one variable, writes nothing: a batch of these can start while
+ * StarPU is still on its way through the members' NOWHERE path. */
+void read_only(void *buffers[], void *cl_arg)
+{
+	note_run();
+	Arg *arg = static_cast<Arg *>(cl_arg);
+	if (*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])) != arg->expected_before)
+		violations++;
+}
+
+struct starpu_codelet read_only_codelet = [] {
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = read_only;
+	cl.nbuffers = 1;
+	cl.modes[0] = STARPU_R;
+	cl.name = "read_only";
+	return cl;
+}();
+
 /* A codelet that must never be fused (COMMUTE accumulation). */
 void accumulate(void *buffers[], void *cl_arg)
 {
@@ -450,6 +470,43 @@ void fusion_task_wait_on_a_member(void **)
 	expect_all_fused(n);
 }
 
+void fusion_read_only_members(void **)
+{
+	const long n = 500;
+	long value = 41;
+	starpu_data_handle_t handle = register_long(&value);
+	Arg writer;
+	writer.expected_before = 41;
+	submit(make_task(&increment_codelet, &writer, {handle})); /* value = 42 */
+	std::vector<Arg> args(n);
+	std::vector<CallbackRecord> records(n);
+	std::vector<struct starpu_task *> tasks(n);
+	for (long i = 0; i < n; i++) {
+		args[i].expected_before = 42;
+		records[i].value = &value;
+		tasks[i] = make_task(&read_only_codelet, &args[i], {handle});
+		tasks[i]->callback_func = record_callback;
+		tasks[i]->callback_arg = &records[i];
+		tasks[i]->detach = 0;
+		tasks[i]->destroy = 0;
+		submit(tasks[i]);
+	}
+	Arg last;
+	last.expected_before = 42; /* after every reader */
+	submit(make_task(&increment_codelet, &last, {handle}));
+	for (long i = 0; i < n; i++) {
+		assert_int_equal(starpu_task_wait(tasks[i]), 0);
+		assert_int_equal(tasks[i]->where, STARPU_CPU);
+		assert_ptr_equal(tasks[i]->callback_func, record_callback);
+		assert_int_equal(records[i].calls.load(), 1);
+		starpu_task_destroy(tasks[i]);
+	}
+	starpu_task_wait_for_all();
+	starpu_data_unregister(handle);
+	assert_int_equal(value, 43);
+	expect_all_fused(n + 2);
+}
+
 void fusion_priorities_kept_apart(void **)
 {
 	const long n = 400;
@@ -604,6 +661,7 @@ int main(int argc, char **argv)
 		FUSION_TEST(fusion_explicit_dependencies_order_tasks),
 		FUSION_TEST(fusion_callbacks_run_once_after_the_body),
 		FUSION_TEST(fusion_task_wait_on_a_member),
+		FUSION_TEST(fusion_read_only_members),
 		FUSION_TEST(fusion_priorities_kept_apart),
 		FUSION_TEST(fusion_mixed_with_unfusable_tasks),
 		FUSION_TEST(fusion_end_of_dag_wait_for_all),
