@@ -5,6 +5,7 @@
 #include "fusion/controller.h"
 #include "fusion/eligibility.h"
 #include "fusion/proxy_task.h"
+#include "fusion/worker_report.h"
 
 #include <chrono>
 #include <cstdint>
@@ -50,6 +51,8 @@ Engine::Engine(const Config &config)
 	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty()),
 	  buffers_(config.max_batch_tasks, config.max_delay_us)
 {
+	if (config_.print_stats)
+		starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
 	if (cpu_worker >= 0)
 		cpu_perf_arch_ = starpu_worker_get_perf_archtype(cpu_worker, STARPU_NMAX_SCHED_CTXS);
@@ -212,6 +215,14 @@ void Engine::on_worker_found_nothing(unsigned sched_ctx)
 	 * through queued_not_started_ in admit() and requests the flush itself. */
 	if (buffered_.load(std::memory_order_relaxed) != 0)
 		request_flush(sched_ctx);
+	else if (config_.print_stats)
+		idle_with_nothing_held_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Engine::print_statistics(FILE *stream) const
+{
+	stats_.print(stream);
+	print_worker_report(stream, idle_with_nothing_held_.load(std::memory_order_relaxed));
 }
 
 void Engine::flush_context(unsigned sched_ctx)

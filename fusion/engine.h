@@ -72,7 +72,8 @@ public:
 	/* add_workers/remove_workers: the thread changing the context. */
 	void set_worker_count(unsigned sched_ctx, unsigned nworkers);
 
-	void print_statistics(FILE *stream) const { stats_.print(stream); }
+	/* The fusion table, then the workers' time proportions. */
+	void print_statistics(FILE *stream) const;
 
 	/* The online estimate: mean member duration measured in batches, per
 	 * codelet.  Lock-free so that every readying thread can consult it. */
@@ -109,6 +110,7 @@ private:
 	 * batching only; correctness never depends on them (the flusher's timer
 	 * closes every batch within max_delay regardless). */
 	std::atomic<std::size_t> buffered_{0};   /* copy of buffers_.buffered() */
+	std::atomic<std::uint64_t> idle_with_nothing_held_{0}; /* statistics only */
 	std::array<std::atomic<long>, STARPU_NMAX_SCHED_CTXS> queued_not_started_{};
 	std::array<std::atomic<unsigned>, STARPU_NMAX_SCHED_CTXS> nworkers_{};
 
