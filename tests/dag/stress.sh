@@ -1,0 +1,43 @@
+#!/bin/sh
+# make stress: the synthetic-DAG suite on many more seeds than make check,
+# over several bases, both hold modes and 1 to 4 workers.
+#
+#   tests/dag/stress.sh [SEEDS]      (default 1000 seeds per configuration group)
+#   STRESS_WRAPPER="valgrind --error-exitcode=3" tests/dag/stress.sh 50
+#
+# Run it from a build configured with sanitizers to check the engine under
+# them (README, "Tests").  Exits non-zero when any seed fails; each failure
+# prints its replay command.
+set -u
+seeds=${1:-1000}
+dag=${TEST_DAG:-tests/test_dag}
+wrapper=${STRESS_WRAPPER:-}
+chunk=50
+failures=0
+runs=0
+first=1
+while [ $((first)) -le "$seeds" ]; do
+	count=$chunk
+	[ $((first + count - 1)) -gt "$seeds" ] && count=$((seeds - first + 1))
+	# Spread configurations over the seed chunks.
+	index=$(( (first / chunk) ))
+	set -- eager lws dmda random ws prio dmdas modular-heft
+	shift $((index % 8))
+	base=$1
+	workers=$(( index % 4 + 1 ))
+	hold=always
+	[ $((index % 3)) = 2 ] && hold=when-busy
+	# shellcheck disable=SC2086 # the wrapper is words by design
+	output=$($wrapper "$dag" --base "$base" --hold "$hold" --workers "$workers" --seeds "$first" "$count" 2>&1)
+	status=$?
+	summary=$(printf '%s\n' "$output" | grep '^dag:' | tail -n 1)
+	echo "seeds $first..$((first + count - 1)) base $base hold $hold workers $workers: ${summary:-no summary (exit $status)}"
+	if [ "$status" != 0 ]; then
+		printf '%s\n' "$output" | grep -E '^(FAIL|    |  replay)' | head -n 40
+		failures=$((failures + 1))
+	fi
+	runs=$((runs + count))
+	first=$((first + count))
+done
+echo "stress: $runs seeds, $failures failing chunks"
+[ "$failures" = 0 ]
