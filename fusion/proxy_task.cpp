@@ -1,6 +1,7 @@
 /* Proxy tasks; see proxy_task.h. */
 #include "fusion/proxy_task.h"
 
+#include "fusion/batched_registry.h"
 #include "fusion/buffer_merge.h"
 #include "fusion/current_member.h"
 #include "fusion/engine.h"
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace fusing {
 namespace {
@@ -37,6 +39,7 @@ struct RunningBatch {
 	Family *family;
 	std::vector<LentMember> members; /* never resized after submission */
 	std::vector<unsigned> buffer_of_use; /* member m's buffer b is the proxy's buffer_of_use[m * nbuffers + b] */
+	std::optional<struct starpu_fusing_batched_implementation> batched; /* copied at submission */
 	Statistics *stats;
 	double predicted_us;             /* NaN when unknown; read by StarPU through proxy_model */
 	double exec_us = 0.0;            /* written by run_batch, read by finish_batch */
@@ -51,20 +54,36 @@ struct RunningBatch {
 
 /* The proxy's CPU function.  Runs in the worker thread that popped the
  * proxy, after StarPU fetched every member's data; holds no lock of ours.
- * Calls each member's own CPU function with its slice of the buffers, in the
- * order the members became ready. */
+ * Calls the codelet's batched implementation once, or else each member's own
+ * CPU function with its slice of the buffers, in the order the members
+ * became ready. */
 void run_batch(void *buffers[], void *arg)
 {
 	RunningBatch *batch = static_cast<RunningBatch *>(arg);
 	const unsigned nbuffers = batch->family->key.nbuffers;
-	std::vector<void *> member_buffers(nbuffers);
+	const std::size_t ntasks = batch->members.size();
 	double start_us = starpu_timing_now();
-	for (std::size_t i = 0; i < batch->members.size(); i++) {
-		for (unsigned b = 0; b < nbuffers; b++)
-			member_buffers[b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
-		struct starpu_task *member = batch->members[i].task;
-		RunningMemberScope running(member, batch->members.size());
-		member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
+	if (batch->batched) {
+		/* One call for the whole batch: per-task views of the buffers. */
+		std::vector<void *> flat(ntasks * nbuffers);
+		std::vector<void **> task_buffers(ntasks);
+		std::vector<void *> task_args(ntasks);
+		for (std::size_t i = 0; i < ntasks; i++) {
+			for (unsigned b = 0; b < nbuffers; b++)
+				flat[i * nbuffers + b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
+			task_buffers[i] = flat.data() + i * nbuffers;
+			task_args[i] = batch->members[i].task->cl_arg;
+		}
+		batch->batched->cpu_func(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(), batch->batched->batch_arg);
+	} else {
+		std::vector<void *> member_buffers(nbuffers);
+		for (std::size_t i = 0; i < ntasks; i++) {
+			for (unsigned b = 0; b < nbuffers; b++)
+				member_buffers[b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
+			struct starpu_task *member = batch->members[i].task;
+			RunningMemberScope running(member, ntasks);
+			member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
+		}
 	}
 	batch->exec_us = starpu_timing_now() - start_us;
 	/* The online estimate for codelets StarPU has no model for. */
@@ -152,7 +171,7 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 	const std::size_t total = members.size() * nbuffers;
 
 	double predicted_member_us = family.predicted_member_us.load(std::memory_order_relaxed);
-	RunningBatch *batch = new RunningBatch{&family, {}, {}, stats, predicted_member_us * double(members.size()),
+	RunningBatch *batch = new RunningBatch{&family, {}, {}, std::nullopt, stats, predicted_member_us * double(members.size()),
 					       0.0, {members.size() + 1}};
 	batch->members.reserve(members.size());
 	for (const Member &member : members) {
@@ -176,6 +195,7 @@ void submit_proxy(Family &family, std::vector<Member> members, Statistics *stats
 		}
 	auto merged = merge_buffers(use_handles, use_modes);
 	batch->buffer_of_use = std::move(merged.index_of_use);
+	batch->batched = batched_implementation_for(family.key.codelet);
 	const std::size_t nhandles = merged.handles.size();
 
 	struct starpu_task *proxy = starpu_task_create();

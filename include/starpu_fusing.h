@@ -37,6 +37,41 @@ FUSING_PUBLIC struct starpu_sched_policy *starpu_fusing_policy(void);
  * in, or 0 when it runs unfused (or outside any task). */
 FUSING_PUBLIC unsigned starpu_fusing_current_batch_size(void);
 
+/* ----------------------------------------------------------- batched kernels
+ *
+ * A batched implementation runs a whole batch of tasks of one codelet in
+ * one call: for a convolution, one im2col and one matrix product instead of
+ * one small loop per task.  Without one, a batch calls the codelet's own CPU
+ * function once per task.
+ *
+ * The CPU function receives the batch's tasks in the order they became
+ * ready: ntasks, then for task i its buffers task_buffers[i] (as the
+ * codelet's function would get them: task_buffers[i][b] is the interface of
+ * its buffer b, e.g. for STARPU_MATRIX_GET_PTR) and its cl_arg
+ * task_args[i]; batch_arg is what was registered.  All tasks of a batch
+ * have the same codelet, buffer count and access modes.  The function runs
+ * in a CPU worker, like a codelet function. */
+typedef void (*starpu_fusing_batched_cpu_func_t)(unsigned ntasks, void **task_buffers[], void *task_args[], void *batch_arg);
+
+struct starpu_fusing_batched_implementation {
+	/* sizeof(struct starpu_fusing_batched_implementation): lets later
+	 * versions add fields (a CUDA function) without breaking callers. */
+	size_t size;
+	starpu_fusing_batched_cpu_func_t cpu_func;
+	void *batch_arg;
+};
+
+/* Gives codelet cl a batched implementation.  Returns 0, or -EINVAL (NULL
+ * argument or function, wrong size, or a codelet whose tasks are never
+ * fused: no CPU function, several, can_execute, parallel type), or -EEXIST
+ * (already registered); an error also prints one line naming the codelet.
+ * May be called before or after starpu_init, from any thread. */
+FUSING_PUBLIC int starpu_fusing_register_batched(struct starpu_codelet *cl, const struct starpu_fusing_batched_implementation *implementation);
+
+/* Removes it (-ENOENT if none).  Batches already submitted keep the
+ * implementation they were built with. */
+FUSING_PUBLIC int starpu_fusing_unregister_batched(struct starpu_codelet *cl);
+
 #ifdef __cplusplus
 }
 #endif

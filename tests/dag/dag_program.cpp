@@ -13,6 +13,12 @@ std::int64_t fold(std::int64_t old_value, std::int64_t inputs, int task_id)
 					  static_cast<std::uint64_t>(inputs) * 31u + static_cast<std::uint64_t>(task_id) + 1u) & mask);
 }
 
+std::int64_t add_input(std::int64_t inputs, const Element &element)
+{
+	return static_cast<std::int64_t>(static_cast<std::uint64_t>(inputs) + static_cast<std::uint64_t>(element.value) +
+					 7u * static_cast<std::uint64_t>(element.version));
+}
+
 void range_bounds(const Program &program, const Range &range, int &begin, int &end)
 {
 	const int elements = program.knobs.elements;
@@ -122,7 +128,7 @@ struct Generator {
 			for (int e = begin; e < end; e++) {
 				use.expected_versions.push_back(unit[e].version);
 				if (use.access != Access::write)
-					inputs += unit[e].value + 7 * unit[e].version;
+					inputs = add_input(inputs, unit[e]);
 			}
 		}
 		for (const BufferUse &use : task.buffers) {

@@ -123,6 +123,9 @@ GeneratorKnobs knobs_for_seed(std::uint64_t seed, int workers);
 /* The program for seed and knobs, with its oracle filled in. */
 Program generate(std::uint64_t seed, const GeneratorKnobs &knobs);
 
+/* Adds an element read by a task to its inputs (wrapping arithmetic). */
+std::int64_t add_input(std::int64_t inputs, const Element &element);
+
 /* What a task writes into an element: a fold of its inputs and its id. */
 std::int64_t fold(std::int64_t old_value, std::int64_t inputs, int task_id);
 

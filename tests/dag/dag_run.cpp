@@ -78,7 +78,7 @@ void generic_body(void *buffers[], void *cl_arg)
 				seen.problem("task " + std::to_string(task.id) + " saw version " + std::to_string(elements[e].version) +
 					     " of unit " + std::to_string(use.range.unit) + " element " + std::to_string(e) +
 					     ", expected " + std::to_string(use.expected_versions[e]) + " (ran out of order, or a writer ran twice or not at all)");
-			inputs += elements[e].value + 7 * elements[e].version;
+			inputs = add_input(inputs, elements[e]);
 		}
 	}
 	for (std::size_t b = 0; b < task.buffers.size(); b++) {
