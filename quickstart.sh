@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")"
 
 packages="g++ make autoconf automake libtool pkg-config libstarpu-dev starpu-examples
-libhwloc-dev libnuma-dev libcmocka-dev libffi-dev"
+libhwloc-dev libnuma-dev libcmocka-dev libffi-dev libopenblas-dev"
 
 missing=""
 for package in $packages; do

@@ -1,0 +1,197 @@
+/* Convolution kernels; see conv2d.h. */
+#include "kernels/conv2d.h"
+
+#include "starpu_fusing.h"
+
+#include <cblas.h>
+
+#include <map>
+#include <vector>
+
+namespace {
+
+/* Plain loops: the per-task codelet functions and the reference. */
+void convolve(const struct starpu_block_interface *image, const struct starpu_block_interface *filter,
+	      const struct starpu_matrix_interface *output, float bias)
+{
+	const float *in = reinterpret_cast<const float *>(image->ptr);
+	const float *f = reinterpret_cast<const float *>(filter->ptr);
+	float *out = reinterpret_cast<float *>(output->ptr);
+	for (unsigned y = 0; y < output->ny; y++)
+		for (unsigned x = 0; x < output->nx; x++) {
+			float sum = bias;
+			for (unsigned c = 0; c < filter->nz; c++)
+				for (unsigned v = 0; v < filter->ny; v++)
+					for (unsigned u = 0; u < filter->nx; u++)
+						sum += in[c * image->ldz + (y + v) * image->ldy + x + u] *
+						       f[c * filter->ldz + v * filter->ldy + u];
+			out[y * output->ld + x] = sum;
+		}
+}
+
+void conv2d_cpu(void *buffers[], void *)
+{
+	convolve(static_cast<struct starpu_block_interface *>(buffers[0]), static_cast<struct starpu_block_interface *>(buffers[1]),
+		 static_cast<struct starpu_matrix_interface *>(buffers[2]), 0.0f);
+}
+
+void bias_add_cpu(void *buffers[], void *)
+{
+	const struct starpu_matrix_interface *output = static_cast<struct starpu_matrix_interface *>(buffers[0]);
+	float bias = *reinterpret_cast<float *>(STARPU_VARIABLE_GET_PTR(buffers[1]));
+	float *out = reinterpret_cast<float *>(output->ptr);
+	for (unsigned y = 0; y < output->ny; y++)
+		for (unsigned x = 0; x < output->nx; x++)
+			out[y * output->ld + x] += bias;
+}
+
+void conv2d_bias_cpu(void *buffers[], void *)
+{
+	convolve(static_cast<struct starpu_block_interface *>(buffers[0]), static_cast<struct starpu_block_interface *>(buffers[1]),
+		 static_cast<struct starpu_matrix_interface *>(buffers[3]), *reinterpret_cast<float *>(STARPU_VARIABLE_GET_PTR(buffers[2])));
+}
+
+struct starpu_codelet make_codelet(void (*function)(void **, void *), const char *name,
+				   std::initializer_list<enum starpu_data_access_mode> modes)
+{
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = function;
+	cl.nbuffers = static_cast<int>(modes.size());
+	int b = 0;
+	for (enum starpu_data_access_mode mode : modes)
+		cl.modes[b++] = mode;
+	cl.name = name;
+	return cl;
+}
+
+/* The GEMM path for tasks [first, ...) sharing one image: im2col once,
+ * then (filters x K) * (K x pixels).  bias_index: buffer of the bias, or -1. */
+void convolve_group(const std::vector<unsigned> &tasks, void **task_buffers[], int image_index, int filter_index,
+		    int bias_index, int output_index)
+{
+	const struct starpu_block_interface *image = static_cast<struct starpu_block_interface *>(task_buffers[tasks[0]][image_index]);
+	const struct starpu_block_interface *filter0 = static_cast<struct starpu_block_interface *>(task_buffers[tasks[0]][filter_index]);
+	const struct starpu_matrix_interface *output0 = static_cast<struct starpu_matrix_interface *>(task_buffers[tasks[0]][output_index]);
+	const unsigned kw = filter0->nx, kh = filter0->ny, channels = filter0->nz;
+	const unsigned out_w = output0->nx, out_h = output0->ny;
+	const unsigned k = kw * kh * channels, pixels = out_w * out_h, nfilters = static_cast<unsigned>(tasks.size());
+	const float *in = reinterpret_cast<const float *>(image->ptr);
+
+	/* Thread-local scratch: one worker runs one batch at a time. */
+	thread_local std::vector<float> columns, filters, products;
+	columns.resize(std::size_t(k) * pixels);
+	filters.resize(std::size_t(nfilters) * k);
+	products.resize(std::size_t(nfilters) * pixels);
+	for (unsigned c = 0; c < channels; c++)
+		for (unsigned v = 0; v < kh; v++)
+			for (unsigned u = 0; u < kw; u++) {
+				float *row = &columns[std::size_t((c * kh + v) * kw + u) * pixels];
+				for (unsigned y = 0; y < out_h; y++) {
+					const float *src = in + c * image->ldz + (y + v) * image->ldy + u;
+					for (unsigned x = 0; x < out_w; x++)
+						row[y * out_w + x] = src[x];
+				}
+			}
+	for (unsigned t = 0; t < nfilters; t++) {
+		const struct starpu_block_interface *filter = static_cast<struct starpu_block_interface *>(task_buffers[tasks[t]][filter_index]);
+		const float *f = reinterpret_cast<const float *>(filter->ptr);
+		for (unsigned c = 0; c < channels; c++)
+			for (unsigned v = 0; v < kh; v++)
+				for (unsigned u = 0; u < kw; u++)
+					filters[std::size_t(t) * k + (c * kh + v) * kw + u] = f[c * filter->ldz + v * filter->ldy + u];
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nfilters), static_cast<int>(pixels), static_cast<int>(k),
+		    1.0f, filters.data(), static_cast<int>(k), columns.data(), static_cast<int>(pixels), 0.0f, products.data(),
+		    static_cast<int>(pixels));
+	for (unsigned t = 0; t < nfilters; t++) {
+		const struct starpu_matrix_interface *output = static_cast<struct starpu_matrix_interface *>(task_buffers[tasks[t]][output_index]);
+		float bias = bias_index < 0 ? 0.0f : *reinterpret_cast<float *>(STARPU_VARIABLE_GET_PTR(task_buffers[tasks[t]][bias_index]));
+		float *out = reinterpret_cast<float *>(output->ptr);
+		const float *product = &products[std::size_t(t) * pixels];
+		for (unsigned y = 0; y < out_h; y++)
+			for (unsigned x = 0; x < out_w; x++)
+				out[y * output->ld + x] = product[y * out_w + x] + bias;
+	}
+}
+
+void convolve_batch(unsigned ntasks, void **task_buffers[], int image_index, int filter_index, int bias_index, int output_index)
+{
+	/* Group by image (and shape, which the image fixes together with the
+	 * filter size: tasks of one codelet in a DAHL layer share it). */
+	std::map<const void *, std::vector<unsigned>> by_image;
+	for (unsigned t = 0; t < ntasks; t++) {
+		const struct starpu_block_interface *image = static_cast<struct starpu_block_interface *>(task_buffers[t][image_index]);
+		const struct starpu_block_interface *filter = static_cast<struct starpu_block_interface *>(task_buffers[t][filter_index]);
+		const void *key = reinterpret_cast<const void *>(image->ptr);
+		auto &group = by_image[key];
+		if (!group.empty()) {
+			const struct starpu_block_interface *first = static_cast<struct starpu_block_interface *>(task_buffers[group[0]][filter_index]);
+			if (first->nx != filter->nx || first->ny != filter->ny || first->nz != filter->nz) {
+				/* Mixed filter shapes on one image: plain loops for this one. */
+				const struct starpu_matrix_interface *output = static_cast<struct starpu_matrix_interface *>(task_buffers[t][output_index]);
+				float bias = bias_index < 0 ? 0.0f : *reinterpret_cast<float *>(STARPU_VARIABLE_GET_PTR(task_buffers[t][bias_index]));
+				convolve(image, filter, output, bias);
+				continue;
+			}
+		}
+		group.push_back(t);
+	}
+	for (auto &entry : by_image)
+		convolve_group(entry.second, task_buffers, image_index, filter_index, bias_index, output_index);
+}
+
+} // namespace
+
+extern "C" {
+
+struct starpu_codelet conv2d_codelet = make_codelet(conv2d_cpu, "conv2d", {STARPU_R, STARPU_R, STARPU_W});
+struct starpu_codelet bias_add_codelet = make_codelet(bias_add_cpu, "bias_add", {STARPU_RW, STARPU_R});
+struct starpu_codelet conv2d_bias_codelet = make_codelet(conv2d_bias_cpu, "conv2d_bias", {STARPU_R, STARPU_R, STARPU_R, STARPU_W});
+
+void conv2d_batched(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	convolve_batch(ntasks, task_buffers, 0, 1, -1, 2);
+}
+
+void conv2d_bias_batched(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	convolve_batch(ntasks, task_buffers, 0, 1, 2, 3);
+}
+
+void bias_add_batched(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	for (unsigned t = 0; t < ntasks; t++)
+		bias_add_cpu(task_buffers[t], nullptr);
+}
+
+int conv2d_register_batched_kernels(void)
+{
+	openblas_set_num_threads(1);
+	struct {
+		struct starpu_codelet *codelet;
+		starpu_fusing_batched_cpu_func_t function;
+	} kernels[] = {{&conv2d_codelet, conv2d_batched}, {&bias_add_codelet, bias_add_batched}, {&conv2d_bias_codelet, conv2d_bias_batched}};
+	for (auto &kernel : kernels) {
+		struct starpu_fusing_batched_implementation implementation = {};
+		implementation.size = sizeof(implementation);
+		implementation.cpu_func = kernel.function;
+		int ret = starpu_fusing_register_batched(kernel.codelet, &implementation);
+		if (ret != 0)
+			return ret;
+	}
+	return 0;
+}
+
+int conv2d_unregister_batched_kernels(void)
+{
+	int ret = 0;
+	for (struct starpu_codelet *codelet : {&conv2d_codelet, &bias_add_codelet, &conv2d_bias_codelet}) {
+		int r = starpu_fusing_unregister_batched(codelet);
+		if (r != 0 && ret == 0)
+			ret = r;
+	}
+	return ret;
+}
+
+} // extern "C"

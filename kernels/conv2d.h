@@ -1,0 +1,50 @@
+/* Convolution kernels for the granularity experiment and for programs with
+ * DAHL-like layouts, each as a StarPU codelet (one task) and as a batched
+ * implementation (starpu_fusing.h) for batches of those tasks.
+ *
+ * Layouts (StarPU interfaces):
+ *   image   STARPU block  nx = width, ny = height, nz = channels (x fastest)
+ *   filter  STARPU block  nx = kw, ny = kh, nz = channels
+ *   output  STARPU matrix nx = width - kw + 1, ny = height - kh + 1
+ *   bias    STARPU variable, one float
+ * conv2d computes the valid cross-correlation
+ *   out[y][x] = sum_c sum_v sum_u image[c][y + v][x + u] * filter[c][v][u]
+ * (what DAHL's convolution_2d codelet computes for one sample and filter).
+ *
+ *   conv2d_codelet       R image, R filter, W output
+ *   bias_add_codelet     RW output, R bias
+ *   conv2d_bias_codelet  R image, R filter, R bias, W output
+ *
+ * Batched versions: conv2d groups a batch's tasks by image, builds each
+ * image's im2col matrix once and multiplies it by all that image's filters
+ * in one single-precision GEMM (OpenBLAS, one thread per StarPU worker);
+ * bias_add stays a loop (memory-bound: a GEMM would not help). */
+#ifndef STARPU_FUSING_KERNELS_CONV2D_H
+#define STARPU_FUSING_KERNELS_CONV2D_H
+
+#include <starpu.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern struct starpu_codelet conv2d_codelet;
+extern struct starpu_codelet bias_add_codelet;
+extern struct starpu_codelet conv2d_bias_codelet;
+
+/* The batched implementations (signature of starpu_fusing_batched_cpu_func_t). */
+void conv2d_batched(unsigned ntasks, void **task_buffers[], void *task_args[], void *batch_arg);
+void bias_add_batched(unsigned ntasks, void **task_buffers[], void *task_args[], void *batch_arg);
+void conv2d_bias_batched(unsigned ntasks, void **task_buffers[], void *task_args[], void *batch_arg);
+
+/* Registers the three batched implementations for the three codelets, and
+ * keeps OpenBLAS to one thread (StarPU already runs one worker per core).
+ * Returns 0 or the first error of starpu_fusing_register_batched. */
+int conv2d_register_batched_kernels(void);
+int conv2d_unregister_batched_kernels(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
