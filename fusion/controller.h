@@ -8,7 +8,8 @@
  *    queued work (admission.h), unless STARPU_FUSING_HOLD=always;
  *  - a batch closes when its predicted work reaches the target, but never
  *    below min_members nor above max_members; with no prediction yet, at
- *    max_members;
+ *    probe_members (a small first batch measures the family quickly instead
+ *    of packing possibly long tasks into one batch);
  *  - a batch closed because workers ran out of work is split so that every
  *    worker of the context gets a part: a batch never takes work that idle
  *    workers could run in parallel.
@@ -40,11 +41,16 @@ inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bo
 	return UnfusedReason::none;
 }
 
+/* Batch size while a family has no prediction yet. */
+constexpr std::size_t probe_members = 4;
+
 /* How many members close a batch of tasks predicted at predicted_us each. */
 inline std::size_t batch_size_for(double predicted_us, const Targets &targets)
 {
 	std::size_t size = targets.max_members;
-	if (!std::isnan(predicted_us) && predicted_us > 0.0) {
+	if (std::isnan(predicted_us))
+		size = probe_members;
+	else if (predicted_us > 0.0) {
 		double for_target = std::ceil(targets.target_us / predicted_us);
 		if (for_target < static_cast<double>(size))
 			size = static_cast<std::size_t>(for_target);

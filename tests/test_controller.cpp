@@ -32,7 +32,8 @@ static void controller_sizes_batches_to_reach_the_target(void **)
 	assert_int_equal(batch_size_for(300.0, targets), 4);   /* rounds up: 1.2 ms */
 	assert_int_equal(batch_size_for(1.0, targets), 64);    /* capped by max_members */
 	assert_int_equal(batch_size_for(900.0, targets), 2);   /* at least min_members */
-	assert_int_equal(batch_size_for(NAN, targets), 64);    /* no prediction: the cap */
+	assert_int_equal(batch_size_for(NAN, targets), probe_members); /* no prediction yet: a small probe */
+	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 64}), 8); /* but at least min_members */
 	assert_int_equal(batch_size_for(0.0, targets), 64);
 	Targets single{1000.0, 1, 1};
 	assert_int_equal(batch_size_for(10.0, single), 1);

@@ -137,8 +137,8 @@ void kernels_conv2d_batched_matches_reference(void **)
 	std::mt19937 random(1);
 	for (const Shape &s : shapes) {
 		Problem p;
-		build(p, s, 3, 4, random);
-		run_all(p, 3, 4, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
+		build(p, s, 3, 9, random); /* 9 filters per image: the GEMM path */
+		run_all(p, 3, 9, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
 			return std::vector<void *>{&p.image_if[i], &p.filter_if[f], out};
 		}, conv2d_codelet.cpu_funcs[0], conv2d_batched);
 		expect_close(p);
@@ -150,7 +150,7 @@ void kernels_conv2d_bias_batched_matches_reference(void **)
 	std::mt19937 random(2);
 	for (const Shape &s : shapes) {
 		Problem p;
-		build(p, s, 2, 5, random);
+		build(p, s, 2, 5, random); /* 5 filters per image: the loop path */
 		run_all(p, 2, 5, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
 			return std::vector<void *>{&p.image_if[i], &p.filter_if[f], &p.bias_if[f], out};
 		}, conv2d_bias_codelet.cpu_funcs[0], conv2d_bias_batched);
