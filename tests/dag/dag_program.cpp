@@ -61,6 +61,7 @@ struct Generator {
 	std::vector<std::vector<Element>> state;  /* the oracle's data */
 	std::vector<bool> partitioned;            /* planned units: current state */
 	std::vector<int> pending_waits;           /* waited tasks not yet waited */
+	std::vector<bool> already_waited;         /* per task: its wait step is emitted */
 	std::vector<int> tagged_tasks;
 
 	explicit Generator(std::uint64_t seed, const GeneratorKnobs &knobs) : random(seed)
@@ -186,11 +187,12 @@ struct Generator {
 			break;
 		}
 		}
-		if (id > 0 && uniform() < knobs.extra_dependency_rate) {
-			/* StarPU may free the job of a terminated detached task:
-			 * a task others depend on explicitly is kept attached, and
-			 * waited for at the end. */
-			int before = below(id);
+		already_waited.push_back(false);
+		int before = id > 0 ? below(id) : -1;
+		if (before >= 0 && !already_waited[before] && uniform() < knobs.extra_dependency_rate) {
+			/* A task others depend on explicitly is kept attached
+			 * (StarPU may free the job of a terminated detached task)
+			 * and is waited for at the end, not in the middle. */
 			task.after.push_back(before);
 			TaskSpec &target = program.tasks[before];
 			if (!target.waited) {
@@ -225,6 +227,7 @@ struct Generator {
 			step.kind = StepKind::wait_task;
 			step.task = pending_waits[index];
 			program.steps.push_back(step);
+			already_waited[step.task] = true;
 			pending_waits.erase(pending_waits.begin() + index);
 		}
 		if (uniform() < knobs.acquire_rate) {

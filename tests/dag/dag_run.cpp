@@ -211,59 +211,66 @@ RunReport run_and_check(const Program &program)
 	starpu_data_set_reduction_methods(redux_handle, &codelets.add, &codelets.init);
 	std::vector<starpu_data_handle_t> scratch_handles;
 
+	/* Every task is created, and every explicit dependency declared, before
+	 * anything is submitted: declaring a dependency on a task that may be
+	 * terminating concurrently is not supported (StarPU 1.4 asserts in
+	 * _starpu_notify_cg; seen with fusion off too). */
 	std::vector<struct starpu_task *> tasks(ntasks, nullptr);
 	const starpu_tag_t tag_base = 1000000;
+	for (const TaskSpec &spec : program.tasks) {
+		struct starpu_task *task = starpu_task_create();
+		task->cl_arg = const_cast<TaskSpec *>(&spec);
+		task->priority = spec.priority;
+		task->destroy = 0; /* destroyed at the end, after every wait */
+		task->detach = spec.waited ? 0 : 1;
+		if (spec.special == Special::commute || spec.special == Special::redux) {
+			task->cl = spec.special == Special::commute ? &codelets.commute : &codelets.redux;
+			task->handles[0] = spec.special == Special::commute ? commute_handle : redux_handle;
+		} else {
+			std::size_t n = spec.buffers.size();
+			task->cl = &codelets.generic[spec.codelet];
+			task->nbuffers = static_cast<int>(n + (spec.scratch ? 1 : 0));
+			for (std::size_t b = 0; b < n; b++) {
+				const Range &range = spec.buffers[b].range;
+				task->handles[b] = range.piece < 0 ? handles[range.unit] : pieces[range.unit][range.piece];
+				task->modes[b] = mode_of(spec.buffers[b].access);
+			}
+			if (spec.scratch) {
+				starpu_data_handle_t scratch;
+				starpu_vector_data_register(&scratch, -1, 0, 16, sizeof(double));
+				scratch_handles.push_back(scratch);
+				task->handles[n] = scratch;
+				task->modes[n] = STARPU_SCRATCH;
+			}
+			if (spec.special == Special::no_sequential_consistency)
+				task->sequential_consistency = 0;
+			if (spec.special == Special::pinned) {
+				task->execute_on_a_specific_worker = 1;
+				task->workerid = spec.pinned_worker % static_cast<int>(starpu_worker_get_count());
+			}
+		}
+		if (spec.callback) {
+			task->callback_func = on_callback;
+			task->callback_arg = const_cast<TaskSpec *>(&spec);
+		}
+		/* The tag first: declaring task dependencies creates the task's
+		 * job, which reads use_tag then. */
+		if (spec.tagged) {
+			task->use_tag = 1;
+			task->tag_id = tag_base + spec.id;
+		}
+		for (int before : spec.after)
+			starpu_task_declare_deps_array(task, 1, &tasks[before]);
+		tasks[spec.id] = task;
+	}
+
 	for (const Step &step : program.steps) {
 		switch (step.kind) {
 		case StepKind::task: {
 			const TaskSpec &spec = program.tasks[step.task];
-			struct starpu_task *task = starpu_task_create();
-			task->cl_arg = const_cast<TaskSpec *>(&spec);
-			task->priority = spec.priority;
-			task->destroy = 0; /* explicit dependencies may point at it */
-			task->detach = spec.waited ? 0 : 1;
-			if (spec.special == Special::commute || spec.special == Special::redux) {
-				task->cl = spec.special == Special::commute ? &codelets.commute : &codelets.redux;
-				task->handles[0] = spec.special == Special::commute ? commute_handle : redux_handle;
-			} else {
-				std::size_t n = spec.buffers.size();
-				task->cl = &codelets.generic[spec.codelet];
-				task->nbuffers = static_cast<int>(n + (spec.scratch ? 1 : 0));
-				for (std::size_t b = 0; b < n; b++) {
-					const Range &range = spec.buffers[b].range;
-					task->handles[b] = range.piece < 0 ? handles[range.unit] : pieces[range.unit][range.piece];
-					task->modes[b] = mode_of(spec.buffers[b].access);
-				}
-				if (spec.scratch) {
-					starpu_data_handle_t scratch;
-					starpu_vector_data_register(&scratch, -1, 0, 16, sizeof(double));
-					scratch_handles.push_back(scratch);
-					task->handles[n] = scratch;
-					task->modes[n] = STARPU_SCRATCH;
-				}
-				if (spec.special == Special::no_sequential_consistency)
-					task->sequential_consistency = 0;
-				if (spec.special == Special::pinned) {
-					task->execute_on_a_specific_worker = 1;
-					task->workerid = spec.pinned_worker % static_cast<int>(starpu_worker_get_count());
-				}
-			}
-			if (spec.callback) {
-				task->callback_func = on_callback;
-				task->callback_arg = const_cast<TaskSpec *>(&spec);
-			}
-			/* The tag first: declaring task dependencies creates the
-			 * task's job, which reads use_tag then. */
-			if (spec.tagged) {
-				task->use_tag = 1;
-				task->tag_id = tag_base + spec.id;
-				for (int before : spec.after_tags)
-					starpu_tag_declare_deps(task->tag_id, 1, tag_base + before);
-			}
-			for (int before : spec.after)
-				starpu_task_declare_deps_array(task, 1, &tasks[before]);
-			tasks[spec.id] = task;
-			int ret = starpu_task_submit(task);
+			for (int before : spec.after_tags)
+				starpu_tag_declare_deps(tag_base + spec.id, 1, tag_base + before);
+			int ret = starpu_task_submit(tasks[spec.id]);
 			if (ret != 0)
 				observations.problem("submitting task " + std::to_string(spec.id) + " failed: " + std::to_string(ret));
 			break;
