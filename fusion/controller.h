@@ -7,9 +7,11 @@
  *  - a task waits for a batch only while every worker of its context has
  *    queued work (admission.h), unless STARPU_FUSING_HOLD=always;
  *  - a batch closes when its predicted work reaches the target, but never
- *    below min_members nor above max_members; with no prediction yet, at
- *    probe_members (a small first batch measures the family quickly instead
- *    of packing possibly long tasks into one batch);
+ *    below min_members nor above max_members; with no prediction yet, the
+ *    family's first batch closes at probe_members (it measures the family
+ *    quickly instead of packing possibly long tasks into one batch) and
+ *    later ones at max_members (the program submitted faster than the probe
+ *    could run: the tasks are short);
  *  - a batch closed because workers ran out of work is split so that every
  *    worker of the context gets a part: a batch never takes work that idle
  *    workers could run in parallel.
@@ -44,12 +46,15 @@ inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bo
 /* Batch size while a family has no prediction yet. */
 constexpr std::size_t probe_members = 4;
 
-/* How many members close a batch of tasks predicted at predicted_us each. */
-inline std::size_t batch_size_for(double predicted_us, const Targets &targets)
+/* How many members close a batch of tasks predicted at predicted_us each;
+ * first_batch: the family has not formed a batch yet. */
+inline std::size_t batch_size_for(double predicted_us, const Targets &targets, bool first_batch)
 {
 	std::size_t size = targets.max_members;
-	if (std::isnan(predicted_us))
-		size = probe_members;
+	if (std::isnan(predicted_us)) {
+		if (first_batch)
+			size = probe_members;
+	}
 	else if (predicted_us > 0.0) {
 		double for_target = std::ceil(targets.target_us / predicted_us);
 		if (for_target < static_cast<double>(size))

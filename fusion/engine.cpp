@@ -153,9 +153,10 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching,
 		bool was_empty = buffers_.buffered() == 0;
 		Family *family = family_locked(task);
 		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
-		std::size_t limit = batch_size_for(predicted_us, targets_);
+		std::size_t limit = batch_size_for(predicted_us, targets_, family->batches_formed == 0);
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
+			family->batches_formed++;
 			full_batches_.push_back(std::move(*full));
 			wake = true;
 		}
@@ -258,6 +259,7 @@ void Engine::flusher_loop()
 			/* Workers ran out of work: one part per worker, so that none
 			 * of them stays idle while another runs the whole batch. */
 			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); })) {
+				batch.family->batches_formed++;
 				unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
 				auto member = batch.members.begin();
 				for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
@@ -267,8 +269,10 @@ void Engine::flusher_loop()
 			}
 			flush_requested_.reset();
 		}
-		for (auto &batch : buffers_.take_expired(now_us()))
+		for (auto &batch : buffers_.take_expired(now_us())) {
+			batch.family->batches_formed++;
 			closed.push_back(std::move(batch));
+		}
 		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);
 
 		if (closed.empty()) {

@@ -54,6 +54,8 @@ struct Family {
 	 * member predictions are already for the CPU, so the proxy's cost
 	 * function multiplies it back.  Set once, at creation. */
 	double cpu_relative_speedup = 1.0;
+	/* Batches this family has formed; guarded by the engine's mutex_. */
+	unsigned long batches_formed = 0;
 };
 
 /* A task taken into a batch, with what must be restored before it terminates. */

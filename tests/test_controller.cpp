@@ -28,15 +28,19 @@ static void controller_holds_only_while_every_worker_is_busy(void **)
 
 static void controller_sizes_batches_to_reach_the_target(void **)
 {
-	assert_int_equal(batch_size_for(100.0, targets), 10);  /* 10 x 100 us = 1 ms */
-	assert_int_equal(batch_size_for(300.0, targets), 4);   /* rounds up: 1.2 ms */
-	assert_int_equal(batch_size_for(1.0, targets), 64);    /* capped by max_members */
-	assert_int_equal(batch_size_for(900.0, targets), 2);   /* at least min_members */
-	assert_int_equal(batch_size_for(NAN, targets), probe_members); /* no prediction yet: a small probe */
-	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 64}), 8); /* but at least min_members */
-	assert_int_equal(batch_size_for(0.0, targets), 64);
+	assert_int_equal(batch_size_for(100.0, targets, false), 10);  /* 10 x 100 us = 1 ms */
+	assert_int_equal(batch_size_for(300.0, targets, false), 4);   /* rounds up: 1.2 ms */
+	assert_int_equal(batch_size_for(1.0, targets, false), 64);    /* capped by max_members */
+	assert_int_equal(batch_size_for(900.0, targets, false), 2);   /* at least min_members */
+	/* No prediction yet: a small probe for the family's first batch,
+	 * the cap for later ones (submitted before the probe could run). */
+	assert_int_equal(batch_size_for(NAN, targets, true), probe_members);
+	assert_int_equal(batch_size_for(NAN, targets, false), 64);
+	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 64}, true), 8); /* at least min_members */
+	assert_int_equal(batch_size_for(100.0, targets, true), 10); /* a prediction wins */
+	assert_int_equal(batch_size_for(0.0, targets, false), 64);
 	Targets single{1000.0, 1, 1};
-	assert_int_equal(batch_size_for(10.0, single), 1);
+	assert_int_equal(batch_size_for(10.0, single, false), 1);
 }
 
 static void controller_splits_batches_over_idle_workers(void **)
