@@ -41,7 +41,8 @@ struct Family {
 
 	FamilyKey key;
 	std::string proxy_name;            /* "fused:<codelet>", shown in traces */
-	struct starpu_codelet proxy_codelet;
+	struct starpu_codelet proxy_codelet;                    /* with proxy_model */
+	struct starpu_codelet proxy_codelet_without_prediction; /* no model */
 	/* Gives the base policy the batch's predicted duration (dmda & co). */
 	struct starpu_perfmodel proxy_model;
 
