@@ -49,11 +49,6 @@ RunningMemberScope::~RunningMemberScope()
 	running_batch_size = 0;
 }
 
-struct starpu_task *starpu_current_task_bypassing_members()
-{
-	return starpu_own_get_current()();
-}
-
 } // namespace fusing
 
 extern "C" {

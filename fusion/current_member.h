@@ -26,9 +26,6 @@ public:
 	RunningMemberScope &operator=(const RunningMemberScope &) = delete;
 };
 
-/* StarPU's own starpu_task_get_current(), bypassing ours. */
-struct starpu_task *starpu_current_task_bypassing_members();
-
 } // namespace fusing
 
 #endif
