@@ -3,6 +3,7 @@
  * the codelet's own function, with every task's buffers and arguments. */
 #include "starpu_fusing.h"
 #include "tests/cmocka.hpp"
+#include "tests/test_codelets.hpp"
 
 #include <starpu.h>
 
@@ -39,16 +40,7 @@ void scale_batch(unsigned ntasks, void **task_buffers[], void *task_args[], void
 	}
 }
 
-struct starpu_codelet scale_codelet = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = scale_one;
-	cl.nbuffers = 2;
-	cl.modes[0] = STARPU_R;
-	cl.modes[1] = STARPU_W;
-	cl.name = "scale";
-	return cl;
-}();
+struct starpu_codelet scale_codelet = make_test_codelet(scale_one, "scale", {STARPU_R, STARPU_W});
 
 int can_run_anywhere(unsigned, struct starpu_task *, unsigned)
 {

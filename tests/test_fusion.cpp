@@ -10,6 +10,7 @@
  * exists to catch) with a message naming it, instead of hanging make check. */
 #include "starpu_fusing.h"
 #include "tests/cmocka.hpp"
+#include "tests/test_codelets.hpp"
 
 #include <starpu.h>
 
@@ -71,15 +72,7 @@ void increment(void *buffers[], void *cl_arg)
 	(*value)++;
 }
 
-struct starpu_codelet increment_codelet = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = increment;
-	cl.nbuffers = 1;
-	cl.modes[0] = STARPU_RW;
-	cl.name = "increment";
-	return cl;
-}();
+struct starpu_codelet increment_codelet = make_test_codelet(increment, "increment", {STARPU_RW});
 
 /* out = in + index */
 void add_index(void *buffers[], void *cl_arg)
@@ -90,16 +83,7 @@ void add_index(void *buffers[], void *cl_arg)
 	*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[1])) = in + arg->index;
 }
 
-struct starpu_codelet add_index_codelet = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = add_index;
-	cl.nbuffers = 2;
-	cl.modes[0] = STARPU_R;
-	cl.modes[1] = STARPU_W;
-	cl.name = "add_index";
-	return cl;
-}();
+struct starpu_codelet add_index_codelet = make_test_codelet(add_index, "add_index", {STARPU_R, STARPU_W});
 
 /* Adds 1 to every element of a vector piece. */
 void increment_vector(void *buffers[], void *cl_arg)
@@ -112,15 +96,7 @@ void increment_vector(void *buffers[], void *cl_arg)
 		elements[i]++;
 }
 
-struct starpu_codelet increment_vector_codelet = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = increment_vector;
-	cl.nbuffers = 1;
-	cl.modes[0] = STARPU_RW;
-	cl.name = "increment_vector";
-	return cl;
-}();
+struct starpu_codelet increment_vector_codelet = make_test_codelet(increment_vector, "increment_vector", {STARPU_RW});
 
 /* Reads one variable, writes nothing: a batch of these can start while
  * StarPU is still on its way through the members' NOWHERE path. */
@@ -132,15 +108,7 @@ void read_only(void *buffers[], void *cl_arg)
 		violations++;
 }
 
-struct starpu_codelet read_only_codelet = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = read_only;
-	cl.nbuffers = 1;
-	cl.modes[0] = STARPU_R;
-	cl.name = "read_only";
-	return cl;
-}();
+struct starpu_codelet read_only_codelet = make_test_codelet(read_only, "read_only", {STARPU_R});
 
 /* A codelet that must never be fused (COMMUTE accumulation). */
 void accumulate(void *buffers[], void *cl_arg)
@@ -152,15 +120,8 @@ void accumulate(void *buffers[], void *cl_arg)
 	(*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])))++;
 }
 
-struct starpu_codelet accumulate_codelet = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = accumulate;
-	cl.nbuffers = 1;
-	cl.modes[0] = static_cast<enum starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE);
-	cl.name = "accumulate";
-	return cl;
-}();
+struct starpu_codelet accumulate_codelet =
+	make_test_codelet(accumulate, "accumulate", {static_cast<enum starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE)});
 
 void on_watchdog(int)
 {

@@ -6,6 +6,7 @@
  * Usage: test_granularity BASE[.granularity] */
 #include "starpu_fusing.h"
 #include "tests/cmocka.hpp"
+#include "tests/test_codelets.hpp"
 
 #include <starpu.h>
 
@@ -64,20 +65,8 @@ struct starpu_perfmodel fixed_model = [] {
 	return model;
 }();
 
-struct starpu_codelet make_codelet(void (*body)(void **, void *), struct starpu_perfmodel *model, const char *name)
-{
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = body;
-	cl.nbuffers = 1;
-	cl.modes[0] = STARPU_RW;
-	cl.model = model;
-	cl.name = name;
-	return cl;
-}
-
-struct starpu_codelet modelled_codelet = make_codelet(modelled_body, &fixed_model, "modelled");
-struct starpu_codelet spinning_codelet = make_codelet(spinning_body, nullptr, "spinning");
+struct starpu_codelet modelled_codelet = make_test_codelet(modelled_body, "modelled", {STARPU_RW}, &fixed_model);
+struct starpu_codelet spinning_codelet = make_test_codelet(spinning_body, "spinning", {STARPU_RW});
 
 int start_starpu(void **)
 {

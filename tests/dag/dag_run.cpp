@@ -6,6 +6,7 @@
 #include "tests/dag/dag_run.h"
 
 #include "starpu_fusing.h"
+#include "tests/test_codelets.hpp"
 
 #include <starpu.h>
 
@@ -121,16 +122,6 @@ void on_callback(void *arg)
 	observations.callbacks[task.id]++;
 }
 
-struct starpu_codelet make_codelet(void (*body)(void **, void *), int nbuffers, const char *name)
-{
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = body;
-	cl.nbuffers = nbuffers;
-	cl.name = name;
-	return cl;
-}
-
 /* Codelets: one per generated codelet kind, with per-task buffer counts
  * and modes (STARPU_VARIABLE_NBUFFERS makes StarPU read task->modes). */
 struct Codelets {
@@ -143,17 +134,12 @@ struct Codelets {
 		names.reserve(knobs.codelets);
 		for (int c = 0; c < knobs.codelets; c++) {
 			names.push_back("dag" + std::to_string(c));
-			generic.push_back(make_codelet(generic_body, STARPU_VARIABLE_NBUFFERS, names.back().c_str()));
+			generic.push_back(make_test_codelet(generic_body, names.back().c_str(), {}));
 		}
-		commute = make_codelet(accumulate_body, 1, "dag_commute");
-		commute.modes[0] = static_cast<enum starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE);
-		redux = make_codelet(accumulate_body, 1, "dag_redux");
-		redux.modes[0] = STARPU_REDUX;
-		init = make_codelet(redux_init, 1, "dag_redux_init");
-		init.modes[0] = STARPU_W;
-		add = make_codelet(redux_add, 2, "dag_redux_add");
-		add.modes[0] = STARPU_RW;
-		add.modes[1] = STARPU_R;
+		commute = make_test_codelet(accumulate_body, "dag_commute", {static_cast<enum starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE)});
+		redux = make_test_codelet(accumulate_body, "dag_redux", {STARPU_REDUX});
+		init = make_test_codelet(redux_init, "dag_redux_init", {STARPU_W});
+		add = make_test_codelet(redux_add, "dag_redux_add", {STARPU_RW, STARPU_R});
 	}
 };
 
