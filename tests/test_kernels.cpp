@@ -149,12 +149,14 @@ void kernels_conv2d_bias_batched_matches_reference(void **)
 {
 	std::mt19937 random(2);
 	for (const Shape &s : shapes) {
-		Problem p;
-		build(p, s, 2, 5, random); /* 5 filters per image: the loop path */
-		run_all(p, 2, 5, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
-			return std::vector<void *>{&p.image_if[i], &p.filter_if[f], &p.bias_if[f], out};
-		}, conv2d_bias_codelet.cpu_funcs[0], conv2d_bias_batched);
-		expect_close(p);
+		for (unsigned nfilters : {5u, 1u}) { /* the GEMM path, and a lone filter's loop path */
+			Problem p;
+			build(p, s, 2, nfilters, random);
+			run_all(p, 2, nfilters, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
+				return std::vector<void *>{&p.image_if[i], &p.filter_if[f], &p.bias_if[f], out};
+			}, conv2d_bias_codelet.cpu_funcs[0], conv2d_bias_batched);
+			expect_close(p);
+		}
 	}
 }
 
