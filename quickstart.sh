@@ -32,7 +32,10 @@ check)
 	status=0
 	make -j"$(nproc)" check >check-output.log 2>&1 || status=$?
 	grep -E '^(PASS|FAIL|SKIP|XFAIL|XPASS|ERROR):' check-output.log || true
-	[ "$status" = 0 ] || cat test-suite.log
+	if [ "$status" != 0 ]; then
+		# A build error stops make check before any test log exists.
+		if [ -f test-suite.log ]; then cat test-suite.log; else tail -n 60 check-output.log; fi
+	fi
 	count() { sed -n "s/^# $1: *//p" check-output.log | tail -n 1; }
 	echo "check: $(count PASS) passed, $(( $(count FAIL) + $(count ERROR) + $(count XPASS) )) failed, $(count SKIP) skipped"
 	exit "$status"
