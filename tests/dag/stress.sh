@@ -12,6 +12,11 @@ set -u
 seeds=${1:-1000}
 dag=${TEST_DAG:-tests/test_dag}
 wrapper=${STRESS_WRAPPER:-}
+# tests/test_dag is a libtool wrapper script: a tool like valgrind must be
+# given the real program, which libtool's execute mode does.
+if [ -n "$wrapper" ] && [ -n "${LIBTOOL:-}" ]; then
+	wrapper="$LIBTOOL --mode=execute $wrapper"
+fi
 chunk=50
 failures=0
 runs=0
