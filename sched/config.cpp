@@ -61,6 +61,23 @@ const char *const known_variables[] = {
 	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
 };
 
+/* Reads the duration variable name, when set, into *value_us if it lies in
+ * [min_us, max_us]; otherwise sets error.  Returns false on error. */
+bool read_duration(const EnvLookup &lookup, const char *name, double min_us, double max_us, const char *range_text,
+		   double *value_us, std::string &error)
+{
+	auto text = lookup(name);
+	if (!text)
+		return true;
+	auto duration = parse_duration_us(*text);
+	if (!duration || *duration < min_us || *duration > max_us) {
+		error = invalid(name, *text, std::string("a duration ") + range_text + " with a unit: us, ms or s (e.g. 500us)");
+		return false;
+	}
+	*value_us = *duration;
+	return true;
+}
+
 } // namespace
 
 std::optional<double> parse_duration_us(const std::string &text)
@@ -128,14 +145,8 @@ ConfigResult parse_config(const EnvLookup &lookup)
 		config.min_batch_tasks = config.max_batch_tasks;
 	}
 
-	if (auto text = lookup("STARPU_FUSING_TARGET")) {
-		auto target = parse_duration_us(*text);
-		if (!target || *target < 1.0 || *target > 100e6) {
-			result.error = invalid("STARPU_FUSING_TARGET", *text, "a duration from 1us to 100s with a unit: us, ms or s (e.g. 100ms)");
-			return result;
-		}
-		config.target_us = *target;
-	}
+	if (!read_duration(lookup, "STARPU_FUSING_TARGET", 1.0, 100e6, "from 1us to 100s", &config.target_us, result.error))
+		return result;
 
 	for (const char *name : {"STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE"}) {
 		if (auto text = lookup(name)) {
@@ -148,14 +159,8 @@ ConfigResult parse_config(const EnvLookup &lookup)
 		}
 	}
 
-	if (auto text = lookup("STARPU_FUSING_MAX_DELAY")) {
-		auto delay = parse_duration_us(*text);
-		if (!delay || *delay < 1.0 || *delay > 10e6) {
-			result.error = invalid("STARPU_FUSING_MAX_DELAY", *text, "a duration from 1us to 10s with a unit: us, ms or s (e.g. 500us)");
-			return result;
-		}
-		config.max_delay_us = *delay;
-	}
+	if (!read_duration(lookup, "STARPU_FUSING_MAX_DELAY", 1.0, 10e6, "from 1us to 10s", &config.max_delay_us, result.error))
+		return result;
 
 	if (auto text = lookup("STARPU_FUSING_HOLD")) {
 		if (*text == "when-busy")

@@ -149,6 +149,9 @@ struct starpu_task *pop_every_task(unsigned sched_ctx)
 
 } // namespace
 
+const char *const fusing_policy_description =
+	"fuses small ready tasks of one codelet into batches, over STARPU_FUSING_BASE (default lws)";
+
 struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base_policy, const Config &config)
 {
 	base = base_policy;
@@ -179,7 +182,7 @@ struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base
 #endif
 	policy.worker_type = base->worker_type;
 	policy.policy_name = "fusing";
-	policy.policy_description = "fuses small ready tasks of one codelet into batches, over STARPU_FUSING_BASE";
+	policy.policy_description = fusing_policy_description;
 	fusing_policy = policy;
 	return &fusing_policy;
 }

@@ -20,6 +20,9 @@
 
 namespace fusing {
 
+/* What STARPU_SCHED=help and the policy structure say about `fusing`. */
+extern const char *const fusing_policy_description;
+
 /* Builds the process's `fusing` policy over base with config.  Called once,
  * before StarPU initialises (the result is what StarPU copies). */
 struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base, const Config &config);

@@ -69,8 +69,7 @@ struct starpu_sched_policy *policy_from_environment_or_exit()
 void print_policy_help_line(FILE *stream)
 {
 	/* Same format as StarPU's display_sched_help_message(). */
-	std::fprintf(stream, "%-30s\t-> %s\n", "fusing",
-		     "fuses small ready tasks of one codelet into batches, over STARPU_FUSING_BASE (default lws)");
+	std::fprintf(stream, "%-30s\t-> %s\n", "fusing", fusing_policy_description);
 }
 
 } // namespace fusing
