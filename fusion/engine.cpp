@@ -51,8 +51,10 @@ Engine::Engine(const Config &config)
 	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty()),
 	  buffers_(config.max_batch_tasks, config.max_delay_us)
 {
-	if (config_.print_stats)
+	if (config_.print_stats) {
 		starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+		profiling_started_us_ = starpu_timing_now();
+	}
 	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
 	if (cpu_worker >= 0)
 		cpu_perf_arch_ = starpu_worker_get_perf_archtype(cpu_worker, STARPU_NMAX_SCHED_CTXS);
@@ -223,7 +225,8 @@ void Engine::on_worker_found_nothing(unsigned sched_ctx)
 void Engine::print_statistics(FILE *stream) const
 {
 	stats_.print(stream);
-	print_worker_report(stream, idle_with_nothing_held_.load(std::memory_order_relaxed));
+	print_worker_report(stream, starpu_timing_now() - profiling_started_us_,
+			    idle_with_nothing_held_.load(std::memory_order_relaxed));
 }
 
 void Engine::flush_context(unsigned sched_ctx)

@@ -94,6 +94,7 @@ private:
 	const Targets targets_;
 	const bool selecting_by_name_; /* STARPU_FUSING_ONLY or _EXCLUDE set */
 	struct starpu_perfmodel_arch *cpu_perf_arch_ = nullptr; /* for StarPU's models */
+	double profiling_started_us_ = 0.0; /* starpu_timing_now() at start, for the worker report */
 	Statistics stats_;
 	MeasuredDurations measured_estimates_;
 

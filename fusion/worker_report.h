@@ -16,9 +16,14 @@ namespace fusing {
 /* Prints one line per worker, then, when workers slept while no task was
  * waiting for a batch, one plain line saying that the program does not give
  * the workers enough ready tasks (no scheduler can fix that).
- * idle_with_nothing_held: how often a worker found no work while nothing
- * was held.  Runs in the thread calling starpu_shutdown. */
-void print_worker_report(FILE *stream, std::uint64_t idle_with_nothing_held);
+ * StarPU resets a worker's counters whenever the program reads them
+ * (starpu_profiling_worker_get_info): when the counters cover much less
+ * than session_us, the lines are labelled as covering only the period since
+ * that reset and no conclusion is drawn from them.
+ * session_us: time since profiling was turned on; idle_with_nothing_held:
+ * how often a worker found no work while nothing was held.  Runs in the
+ * thread calling starpu_shutdown. */
+void print_worker_report(FILE *stream, double session_us, std::uint64_t idle_with_nothing_held);
 
 } // namespace fusing
 
