@@ -5,6 +5,7 @@
 
 #include <cblas.h>
 
+#include <cstring>
 #include <map>
 #include <vector>
 
@@ -75,13 +76,16 @@ void convolve_group(const std::vector<unsigned> &tasks, void **task_buffers[], i
 	const struct starpu_matrix_interface *output0 = static_cast<struct starpu_matrix_interface *>(task_buffers[tasks[0]][output_index]);
 	const unsigned kw = filter0->nx, kh = filter0->ny, channels = filter0->nz;
 	const unsigned out_w = output0->nx, out_h = output0->ny;
-	const unsigned k = kw * kh * channels, pixels = out_w * out_h, nfilters = static_cast<unsigned>(tasks.size());
+	const unsigned k = kw * kh * channels, nfilters = static_cast<unsigned>(tasks.size());
 	const float *in = reinterpret_cast<const float *>(image->ptr);
 
-	/* Output pixels are processed in tiles, so that the im2col tile (K x
-	 * tile floats) stays in cache: a whole 600-kilopixel image would need a
-	 * 25 x larger copy of itself and ran slower than the plain loops. */
-	const unsigned tile = 4096;
+	/* Output rows are processed in tiles of whole rows, so that the im2col
+	 * tile (K x tile floats) stays in cache: a whole 600-kilopixel image
+	 * would need a 25 x larger copy of itself and ran slower than the plain
+	 * loops.  Whole rows make every im2col and output copy a contiguous run
+	 * (per-pixel index arithmetic cost more than the GEMM on 48x48 images). */
+	const unsigned tile_rows = out_w >= 4096 ? 1 : 4096 / out_w;
+	const unsigned tile = tile_rows * out_w;
 	/* Thread-local scratch: one worker runs one batch at a time. */
 	thread_local std::vector<float> columns, filters, products;
 	columns.resize(std::size_t(k) * tile);
@@ -95,28 +99,30 @@ void convolve_group(const std::vector<unsigned> &tasks, void **task_buffers[], i
 				for (unsigned u = 0; u < kw; u++)
 					filters[std::size_t(t) * k + (c * kh + v) * kw + u] = f[c * filter->ldz + v * filter->ldy + u];
 	}
-	for (unsigned first = 0; first < pixels; first += tile) {
-		const unsigned count = pixels - first < tile ? pixels - first : tile;
+	for (unsigned first_row = 0; first_row < out_h; first_row += tile_rows) {
+		const unsigned rows = out_h - first_row < tile_rows ? out_h - first_row : tile_rows;
+		const unsigned count = rows * out_w;
 		for (unsigned c = 0; c < channels; c++)
 			for (unsigned v = 0; v < kh; v++)
 				for (unsigned u = 0; u < kw; u++) {
-					float *row = &columns[std::size_t((c * kh + v) * kw + u) * count];
-					for (unsigned p = 0; p < count; p++) {
-						unsigned y = (first + p) / out_w, x = (first + p) % out_w;
-						row[p] = in[c * image->ldz + (y + v) * image->ldy + x + u];
-					}
+					float *column = &columns[std::size_t((c * kh + v) * kw + u) * count];
+					for (unsigned r = 0; r < rows; r++)
+						std::memcpy(&column[std::size_t(r) * out_w], &in[c * image->ldz + (first_row + r + v) * image->ldy + u],
+							    out_w * sizeof(float));
 				}
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(nfilters), static_cast<int>(count),
 			    static_cast<int>(k), 1.0f, filters.data(), static_cast<int>(k), columns.data(), static_cast<int>(count), 0.0f,
 			    products.data(), static_cast<int>(count));
 		for (unsigned t = 0; t < nfilters; t++) {
 			const struct starpu_matrix_interface *output = static_cast<struct starpu_matrix_interface *>(task_buffers[tasks[t]][output_index]);
-			float bias = bias_index < 0 ? 0.0f : *reinterpret_cast<float *>(STARPU_VARIABLE_GET_PTR(task_buffers[tasks[t]][bias_index]));
+			const float bias = bias_index < 0 ? 0.0f : *reinterpret_cast<float *>(STARPU_VARIABLE_GET_PTR(task_buffers[tasks[t]][bias_index]));
 			float *out = reinterpret_cast<float *>(output->ptr);
 			const float *product = &products[std::size_t(t) * count];
-			for (unsigned p = 0; p < count; p++) {
-				unsigned y = (first + p) / out_w, x = (first + p) % out_w;
-				out[y * output->ld + x] = product[p] + bias;
+			for (unsigned r = 0; r < rows; r++) {
+				float *out_row = &out[std::size_t(first_row + r) * output->ld];
+				const float *product_row = &product[std::size_t(r) * out_w];
+				for (unsigned x = 0; x < out_w; x++)
+					out_row[x] = product_row[x] + bias;
 			}
 		}
 	}

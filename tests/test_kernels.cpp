@@ -109,6 +109,7 @@ const Shape shapes[] = {
 	{28, 28, 3, 5, 5, 0},  /* MNIST-like with channels */
 	{17, 9, 2, 4, 2, 3},   /* odd sizes, padded rows */
 	{64, 48, 4, 3, 3, 1},
+	{101, 130, 1, 3, 3, 2}, /* several GEMM tiles of whole rows, the last one partial */
 };
 
 /* Tasks in an interleaved order, as a batch would see them. */
