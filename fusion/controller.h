@@ -4,14 +4,23 @@
  * The rule (README, "How batches are sized"):
  *  - a task predicted to last at least the target runs unfused: it is coarse
  *    enough already;
+ *  - a task predicted to last longer than max_generic_task_us runs unfused
+ *    unless its codelet has a batched implementation: run one after another
+ *    in a proxy, it would save a few microseconds of StarPU's per-task cost
+ *    (under 1% of a 500 us task) and risk leaving workers idle at the end
+ *    of the graph while one runs a long batch; a batched kernel gains
+ *    compute as well, so those families are fused up to the target;
  *  - a task waits for a batch only while every worker of its context has
  *    queued work (admission.h), unless STARPU_FUSING_HOLD=always;
  *  - a batch closes when its predicted work reaches the target, but never
- *    below min_members nor above max_members; with no prediction yet, the
- *    family's first batch closes at probe_members (it measures the family
- *    quickly instead of packing possibly long tasks into one batch) and
- *    later ones at max_members (the program submitted faster than the probe
- *    could run: the tasks are short);
+ *    below min_members nor above max_members; with no prediction, batches
+ *    grow from probe_members, doubling with each batch closed until one of
+ *    the family's batches has run and been measured (a program can submit
+ *    hundreds of 1 ms tasks before the first probe ends: packing them 64 at
+ *    a time left workers idle at the end, while 4 at a time for no-op tasks
+ *    cost 50% more instructions per task), and at max_members after that
+ *    (the estimate is then missing only because another codelet took its
+ *    slot, measured_durations.h);
  *  - a batch closed because workers ran out of work is split so that every
  *    worker of the context gets a part: a batch never takes work that idle
  *    workers could run in parallel.
@@ -21,6 +30,7 @@
 
 #include "fusion/eligibility.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -31,13 +41,34 @@ struct Targets {
 	double target_us;        /* STARPU_FUSING_TARGET */
 	std::size_t min_members; /* STARPU_FUSING_MIN_BATCH */
 	std::size_t max_members; /* STARPU_FUSING_MAX_BATCH */
+	double max_generic_task_us; /* STARPU_FUSING_MAX_TASK */
 };
 
-/* predicted_us: NaN when nothing predicts the task yet. */
-inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bool every_worker_busy, bool hold_always)
+/* Whether a task predicted at predicted_us (NaN: unknown) is too long to
+ * gain from generic execution; the caller then looks up whether its codelet
+ * has a batched implementation (a lookup worth sparing short tasks). */
+inline bool too_long_for_generic_execution(double predicted_us, const Targets &targets)
+{
+	return !std::isnan(predicted_us) && predicted_us > targets.max_generic_task_us;
+}
+
+/* One in remeasure_period tasks too long for generic execution is fused
+ * anyway: only batches update a family's measured estimate, so without it a
+ * single slow batch (a worker preempted in the middle of a one-member batch)
+ * would keep a family of short tasks unfused for the rest of the run. */
+constexpr unsigned remeasure_period = 16;
+
+/* predicted_us: NaN when nothing predicts the task yet;
+ * fuse_even_if_long: the codelet has a batched implementation, or it is this
+ * task's turn to re-measure its family (only read when
+ * too_long_for_generic_execution). */
+inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bool fuse_even_if_long,
+				 bool every_worker_busy, bool hold_always)
 {
 	if (!std::isnan(predicted_us) && predicted_us >= targets.target_us)
 		return UnfusedReason::predicted_above_target;
+	if (too_long_for_generic_execution(predicted_us, targets) && !fuse_even_if_long)
+		return UnfusedReason::predicted_above_max_task;
 	if (!hold_always && !every_worker_busy)
 		return UnfusedReason::worker_was_idle;
 	return UnfusedReason::none;
@@ -47,13 +78,14 @@ inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bo
 constexpr std::size_t probe_members = 4;
 
 /* How many members close a batch of tasks predicted at predicted_us each;
- * first_batch: the family has not formed a batch yet. */
-inline std::size_t batch_size_for(double predicted_us, const Targets &targets, bool first_batch)
+ * probing: none of the family's batches has been measured yet;
+ * probes_closed: how many of its batches closed while probing. */
+inline std::size_t batch_size_for(double predicted_us, const Targets &targets, bool probing, unsigned probes_closed)
 {
 	std::size_t size = targets.max_members;
 	if (std::isnan(predicted_us)) {
-		if (first_batch)
-			size = probe_members;
+		if (probing && probes_closed < 16)
+			size = std::min(size, probe_members << probes_closed);
 	}
 	else if (predicted_us > 0.0) {
 		double for_target = std::ceil(targets.target_us / predicted_us);

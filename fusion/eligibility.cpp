@@ -30,6 +30,7 @@ const char *unfused_reason_text(UnfusedReason reason)
 	case UnfusedReason::end_dependencies: return "has end dependencies";
 	case UnfusedReason::worker_was_idle: return "ready while a worker was idle";
 	case UnfusedReason::predicted_above_target: return "predicted at or above the target";
+	case UnfusedReason::predicted_above_max_task: return "predicted above STARPU_FUSING_MAX_TASK, no batched kernel";
 	case UnfusedReason::family_not_selected: return "excluded by STARPU_FUSING_ONLY/EXCLUDE";
 	case UnfusedReason::count_: break;
 	}

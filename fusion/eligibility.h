@@ -35,6 +35,7 @@ enum class UnfusedReason {
 	end_dependencies,     /* see check_fusable() */
 	worker_was_idle,      /* decided at readiness: running it now is faster */
 	predicted_above_target, /* decided at readiness: coarse enough already */
+	predicted_above_max_task, /* decided at readiness: generic execution would save too little */
 	family_not_selected,  /* STARPU_FUSING_ONLY / STARPU_FUSING_EXCLUDE */
 	count_
 };

@@ -2,6 +2,7 @@
 #include "fusion/engine.h"
 
 #include "fusion/admission.h"
+#include "fusion/batched_registry.h"
 #include "fusion/controller.h"
 #include "fusion/eligibility.h"
 #include "fusion/proxy_task.h"
@@ -47,7 +48,7 @@ double now_us()
 } // namespace
 
 Engine::Engine(const Config &config)
-	: config_(config), targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks},
+	: config_(config), targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks, config.max_generic_task_us},
 	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty()),
 	  buffers_(config.max_batch_tasks, config.max_delay_us)
 {
@@ -113,7 +114,10 @@ void Engine::on_ready(void *prologue_arg)
 	Engine *engine = active_engine.load(std::memory_order_acquire);
 	const unsigned ctx = task->sched_ctx;
 	double predicted_us = engine->predict_member_us(task);
-	UnfusedReason reason = decide_hold(predicted_us, engine->targets_,
+	const bool fuse_even_if_long = too_long_for_generic_execution(predicted_us, engine->targets_) &&
+				       (batched_implementation_for(task->cl).has_value() ||
+					engine->long_tasks_seen_.fetch_add(1, std::memory_order_relaxed) % remeasure_period == 0);
+	UnfusedReason reason = decide_hold(predicted_us, engine->targets_, fuse_even_if_long,
 					   every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
 									engine->nworkers_[ctx].load(std::memory_order_relaxed)),
 					   engine->config_.hold == Config::Hold::always);
@@ -129,6 +133,12 @@ void Engine::on_ready(void *prologue_arg)
 	task->where = STARPU_NOWHERE;
 	starpu_task_end_dep_add(task, 1);
 	engine->admit(task, where_before_batching, predicted_us);
+}
+
+void Engine::note_batch_closed(Family *family)
+{
+	if (!family->batch_measured.load(std::memory_order_relaxed))
+		family->probes_closed++;
 }
 
 Family *Engine::family_locked(const struct starpu_task *task)
@@ -155,10 +165,11 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching,
 		bool was_empty = buffers_.buffered() == 0;
 		Family *family = family_locked(task);
 		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
-		std::size_t limit = batch_size_for(predicted_us, targets_, family->batches_formed == 0);
+		std::size_t limit = batch_size_for(predicted_us, targets_, !family->batch_measured.load(std::memory_order_relaxed),
+						   family->probes_closed);
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
-			family->batches_formed++;
+			note_batch_closed(family);
 			full_batches_.push_back(std::move(*full));
 			wake = true;
 		}
@@ -262,7 +273,7 @@ void Engine::flusher_loop()
 			/* Workers ran out of work: one part per worker, so that none
 			 * of them stays idle while another runs the whole batch. */
 			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); })) {
-				batch.family->batches_formed++;
+				note_batch_closed(batch.family);
 				unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
 				auto member = batch.members.begin();
 				for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
@@ -273,7 +284,7 @@ void Engine::flusher_loop()
 			flush_requested_.reset();
 		}
 		for (auto &batch : buffers_.take_expired(now_us())) {
-			batch.family->batches_formed++;
+			note_batch_closed(batch.family);
 			closed.push_back(std::move(batch));
 		}
 		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);

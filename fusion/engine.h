@@ -86,6 +86,8 @@ private:
 	void admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us);
 	void request_flush(unsigned sched_ctx);
 	Family *family_locked(const struct starpu_task *task);
+	/* Counts a closed batch towards its family's probes; mutex_ held. */
+	static void note_batch_closed(Family *family);
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
 	double predict_member_us(struct starpu_task *task);
 	void flusher_loop();
@@ -112,6 +114,7 @@ private:
 	 * closes every batch within max_delay regardless). */
 	std::atomic<std::size_t> buffered_{0};   /* copy of buffers_.buffered() */
 	std::atomic<std::uint64_t> idle_with_nothing_held_{0}; /* statistics only */
+	std::atomic<std::uint64_t> long_tasks_seen_{0}; /* too long for generic execution: remeasure_period */
 	std::array<std::atomic<long>, STARPU_NMAX_SCHED_CTXS> queued_not_started_{};
 	std::array<std::atomic<unsigned>, STARPU_NMAX_SCHED_CTXS> nworkers_{};
 

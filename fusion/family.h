@@ -55,8 +55,11 @@ struct Family {
 	 * member predictions are already for the CPU, so the proxy's cost
 	 * function multiplies it back.  Set once, at creation. */
 	double cpu_relative_speedup = 1.0;
-	/* Batches this family has formed; guarded by the engine's mutex_. */
-	unsigned long batches_formed = 0;
+	/* Set by the worker that ran one of the family's batches, once its
+	 * duration is measured; read when batches are sized (controller.h). */
+	std::atomic<bool> batch_measured{false};
+	/* Batches closed before any was measured; guarded by the engine's mutex_. */
+	unsigned probes_closed = 0;
 };
 
 /* A task taken into a batch, with what must be restored before it terminates. */

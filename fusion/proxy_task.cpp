@@ -52,6 +52,15 @@ struct RunningBatch {
 	}
 };
 
+/* Folds member_us into the family's online estimate (for codelets StarPU
+ * has no model for) and marks the family measured; the running worker. */
+void record_measurement(const RunningBatch &batch, double member_us)
+{
+	if (Engine *engine = active_engine.load(std::memory_order_acquire))
+		engine->measured_durations().record(batch.family->key.codelet, member_us);
+	batch.family->batch_measured.store(true, std::memory_order_relaxed);
+}
+
 /* The proxy's CPU function.  Runs in the worker thread that popped the
  * proxy, after StarPU fetched every member's data; holds no lock of ours.
  * Calls the codelet's batched implementation once, or else each member's own
@@ -83,12 +92,16 @@ void run_batch(void *buffers[], void *arg)
 			struct starpu_task *member = batch->members[i].task;
 			RunningMemberScope running(member, ntasks);
 			member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
+			/* The family's very first member measured: batches still being
+			 * formed need it now, not after the whole probe batch (a program
+			 * submitting hundreds of 1 ms tasks would have them all batched
+			 * before a 4-member probe ends). */
+			if (i == 0 && !batch->family->batch_measured.load(std::memory_order_relaxed))
+				record_measurement(*batch, starpu_timing_now() - start_us);
 		}
 	}
 	batch->exec_us = starpu_timing_now() - start_us;
-	/* The online estimate for codelets StarPU has no model for. */
-	if (Engine *engine = active_engine.load(std::memory_order_acquire))
-		engine->measured_durations().record(batch->family->key.codelet, batch->exec_us / double(batch->members.size()));
+	record_measurement(*batch, batch->exec_us / double(ntasks));
 }
 
 /* The proxy codelet's STARPU_COMMON cost function: StarPU asks it (from the

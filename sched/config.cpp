@@ -58,7 +58,7 @@ std::optional<unsigned long> parse_count(const std::string &text)
 const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
 	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
-	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
+	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
 };
 
 /* Reads the duration variable name, when set, into *value_us if it lies in
@@ -160,6 +160,9 @@ ConfigResult parse_config(const EnvLookup &lookup)
 	}
 
 	if (!read_duration(lookup, "STARPU_FUSING_MAX_DELAY", 1.0, 10e6, "from 1us to 10s", &config.max_delay_us, result.error))
+		return result;
+
+	if (!read_duration(lookup, "STARPU_FUSING_MAX_TASK", 1.0, 100e6, "from 1us to 100s", &config.max_generic_task_us, result.error))
 		return result;
 
 	if (auto text = lookup("STARPU_FUSING_HOLD")) {

@@ -21,6 +21,7 @@ struct Config {
 	unsigned max_batch_tasks = 64;        /* STARPU_FUSING_MAX_BATCH */
 	unsigned min_batch_tasks = 2;         /* STARPU_FUSING_MIN_BATCH */
 	double target_us = 100000.0;          /* STARPU_FUSING_TARGET: predicted work per batch */
+	double max_generic_task_us = 500.0;   /* STARPU_FUSING_MAX_TASK: longer tasks fuse only with a batched kernel */
 	std::vector<std::string> only_codelets;    /* STARPU_FUSING_ONLY; empty: all */
 	std::vector<std::string> exclude_codelets; /* STARPU_FUSING_EXCLUDE */
 	double max_delay_us = 1000.0;         /* STARPU_FUSING_MAX_DELAY */

@@ -6,6 +6,16 @@
 
 #include <initializer_list>
 
+/* A STARPU_COMMON model: StarPU asks cost_function for each task's duration. */
+inline struct starpu_perfmodel make_cost_model(double (*cost_function)(struct starpu_task *, unsigned), const char *symbol)
+{
+	struct starpu_perfmodel model = {};
+	model.type = STARPU_COMMON;
+	model.cost_function = cost_function;
+	model.symbol = symbol;
+	return model;
+}
+
 /* A sequential CPU codelet with one mode per buffer; with no modes,
  * STARPU_VARIABLE_NBUFFERS (each task gives its own count and modes). */
 inline struct starpu_codelet make_test_codelet(void (*function)(void **, void *), const char *name,

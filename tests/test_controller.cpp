@@ -8,39 +8,57 @@
 
 using namespace fusing;
 
-static const Targets targets{1000.0 /* 1 ms */, 2, 64};
+static const Targets targets{1000.0 /* 1 ms */, 2, 64, 500.0 /* generic execution up to 500 us */};
 
 static void controller_runs_tasks_at_or_above_target_unfused(void **)
 {
-	assert_true(decide_hold(1000.0, targets, true, true) == UnfusedReason::predicted_above_target);
-	assert_true(decide_hold(5000.0, targets, true, false) == UnfusedReason::predicted_above_target);
-	assert_true(decide_hold(999.0, targets, true, false) == UnfusedReason::none);
+	assert_true(decide_hold(1000.0, targets, false, true, true) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(5000.0, targets, false, true, false) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(999.0, targets, true, true, false) == UnfusedReason::none);
+}
+
+static void controller_fuses_long_tasks_only_with_a_batched_kernel(void **)
+{
+	assert_true(decide_hold(600.0, targets, false, true, true) == UnfusedReason::predicted_above_max_task);
+	assert_true(decide_hold(600.0, targets, true, true, true) == UnfusedReason::none);
+	assert_true(decide_hold(500.0, targets, false, true, true) == UnfusedReason::none); /* the bound itself still fuses */
+	assert_true(decide_hold(NAN, targets, false, true, true) == UnfusedReason::none);   /* unknown: the probe batch measures it */
+	/* The target still bounds batched families. */
+	assert_true(decide_hold(1000.0, targets, true, true, true) == UnfusedReason::predicted_above_target);
+	assert_false(too_long_for_generic_execution(500.0, targets));
+	assert_true(too_long_for_generic_execution(500.5, targets));
+	assert_false(too_long_for_generic_execution(NAN, targets));
 }
 
 static void controller_holds_only_while_every_worker_is_busy(void **)
 {
-	assert_true(decide_hold(10.0, targets, false, false) == UnfusedReason::worker_was_idle);
-	assert_true(decide_hold(NAN, targets, false, false) == UnfusedReason::worker_was_idle);
-	assert_true(decide_hold(NAN, targets, true, false) == UnfusedReason::none);
+	assert_true(decide_hold(10.0, targets, false, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(NAN, targets, false, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(NAN, targets, false, true, false) == UnfusedReason::none);
 	/* STARPU_FUSING_HOLD=always holds even when workers idle. */
-	assert_true(decide_hold(10.0, targets, false, true) == UnfusedReason::none);
+	assert_true(decide_hold(10.0, targets, false, false, true) == UnfusedReason::none);
 }
 
 static void controller_sizes_batches_to_reach_the_target(void **)
 {
-	assert_int_equal(batch_size_for(100.0, targets, false), 10);  /* 10 x 100 us = 1 ms */
-	assert_int_equal(batch_size_for(300.0, targets, false), 4);   /* rounds up: 1.2 ms */
-	assert_int_equal(batch_size_for(1.0, targets, false), 64);    /* capped by max_members */
-	assert_int_equal(batch_size_for(900.0, targets, false), 2);   /* at least min_members */
-	/* No prediction yet: a small probe for the family's first batch,
-	 * the cap for later ones (submitted before the probe could run). */
-	assert_int_equal(batch_size_for(NAN, targets, true), probe_members);
-	assert_int_equal(batch_size_for(NAN, targets, false), 64);
-	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 64}, true), 8); /* at least min_members */
-	assert_int_equal(batch_size_for(100.0, targets, true), 10); /* a prediction wins */
-	assert_int_equal(batch_size_for(0.0, targets, false), 64);
-	Targets single{1000.0, 1, 1};
-	assert_int_equal(batch_size_for(10.0, single, false), 1);
+	assert_int_equal(batch_size_for(100.0, targets, false, 0), 10);  /* 10 x 100 us = 1 ms */
+	assert_int_equal(batch_size_for(300.0, targets, false, 0), 4);   /* rounds up: 1.2 ms */
+	assert_int_equal(batch_size_for(1.0, targets, false, 0), 64);    /* capped by max_members */
+	assert_int_equal(batch_size_for(900.0, targets, false, 0), 2);   /* at least min_members */
+	/* No prediction: probes doubling from probe_members until a batch of
+	 * the family has been measured; the cap after that (the estimate's
+	 * slot was taken). */
+	assert_int_equal(batch_size_for(NAN, targets, true, 1), 2 * probe_members);
+	assert_int_equal(batch_size_for(NAN, targets, true, 3), 8 * probe_members);
+	assert_int_equal(batch_size_for(NAN, targets, true, 5), 64);  /* capped */
+	assert_int_equal(batch_size_for(NAN, targets, true, 40), 64); /* no shift overflow */
+	assert_int_equal(batch_size_for(NAN, targets, true, 0), probe_members);
+	assert_int_equal(batch_size_for(NAN, targets, false, 0), 64);
+	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 64, 500.0}, true, 0), 8); /* at least min_members */
+	assert_int_equal(batch_size_for(100.0, targets, true, 0), 10); /* a prediction wins */
+	assert_int_equal(batch_size_for(0.0, targets, false, 0), 64);
+	Targets single{1000.0, 1, 1, 500.0};
+	assert_int_equal(batch_size_for(10.0, single, false, 0), 1);
 }
 
 static void controller_splits_batches_over_idle_workers(void **)
@@ -63,6 +81,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(controller_runs_tasks_at_or_above_target_unfused),
+		cmocka_unit_test(controller_fuses_long_tasks_only_with_a_batched_kernel),
 		cmocka_unit_test(controller_holds_only_while_every_worker_is_busy),
 		cmocka_unit_test(controller_sizes_batches_to_reach_the_target),
 		cmocka_unit_test(controller_splits_batches_over_idle_workers),

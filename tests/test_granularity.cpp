@@ -57,13 +57,7 @@ double model_cost(struct starpu_task *, unsigned)
 	return predicted_us;
 }
 
-struct starpu_perfmodel fixed_model = [] {
-	struct starpu_perfmodel model = {};
-	model.type = STARPU_COMMON;
-	model.cost_function = model_cost;
-	model.symbol = "granularity_fixed";
-	return model;
-}();
+struct starpu_perfmodel fixed_model = make_cost_model(model_cost, "granularity_fixed");
 
 struct starpu_codelet modelled_codelet = make_test_codelet(modelled_body, "modelled", {STARPU_RW}, &fixed_model);
 struct starpu_codelet spinning_codelet = make_test_codelet(spinning_body, "spinning", {STARPU_RW});
@@ -166,6 +160,9 @@ int main(int argc, char **argv)
 	setenv("STARPU_FUSING_TARGET", "1ms", 1);
 	setenv("STARPU_FUSING_MAX_BATCH", "16", 1);
 	setenv("STARPU_FUSING_MIN_BATCH", "1", 1);
+	/* These tests scale the target down to 1 ms; generic execution is
+	 * allowed up to it (tasks of 250-300 us, measured under load). */
+	setenv("STARPU_FUSING_MAX_TASK", "1ms", 1);
 
 	/* The policy reads its configuration once per process: the tests that
 	 * need the default hold mode run in a second process. */
