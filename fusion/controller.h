@@ -11,7 +11,9 @@
  *    of the graph while one runs a long batch; a batched kernel gains
  *    compute as well, so those families are fused up to the target;
  *  - a task waits for a batch only while every worker of its context has
- *    queued work (admission.h), unless STARPU_FUSING_HOLD=always;
+ *    queued work (admission.h) and its codelet's recent batches got at
+ *    least two members (codelet_observations.h: in a narrow graph, holding
+ *    only delays the critical path), unless STARPU_FUSING_HOLD=always;
  *  - a batch closes when its predicted work reaches the target, but never
  *    below min_members nor above max_members; with no prediction, batches
  *    grow from probe_members, doubling with each batch closed until one of
@@ -20,7 +22,7 @@
  *    a time left workers idle at the end, while 4 at a time for no-op tasks
  *    cost 50% more instructions per task), and at max_members after that
  *    (the estimate is then missing only because another codelet took its
- *    slot, measured_durations.h);
+ *    slot, codelet_observations.h);
  *  - a batch closed because workers ran out of work is split so that every
  *    worker of the context gets a part: a batch never takes work that idle
  *    workers could run in parallel.
@@ -61,8 +63,9 @@ constexpr unsigned remeasure_period = 16;
 /* predicted_us: NaN when nothing predicts the task yet;
  * fuse_even_if_long: the codelet has a batched implementation, or it is this
  * task's turn to re-measure its family (only read when
- * too_long_for_generic_execution). */
-inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bool fuse_even_if_long,
+ * too_long_for_generic_execution); batches_form: the codelet's recent
+ * batches were worth waiting for. */
+inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bool fuse_even_if_long, bool batches_form,
 				 bool every_worker_busy, bool hold_always)
 {
 	if (!std::isnan(predicted_us) && predicted_us >= targets.target_us)
@@ -71,6 +74,8 @@ inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bo
 		return UnfusedReason::predicted_above_max_task;
 	if (!hold_always && !every_worker_busy)
 		return UnfusedReason::worker_was_idle;
+	if (!hold_always && !batches_form)
+		return UnfusedReason::batches_too_small;
 	return UnfusedReason::none;
 }
 

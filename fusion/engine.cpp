@@ -117,7 +117,8 @@ void Engine::on_ready(void *prologue_arg)
 	const bool fuse_even_if_long = too_long_for_generic_execution(predicted_us, engine->targets_) &&
 				       (batched_implementation_for(task->cl).has_value() ||
 					engine->long_tasks_seen_.fetch_add(1, std::memory_order_relaxed) % remeasure_period == 0);
-	UnfusedReason reason = decide_hold(predicted_us, engine->targets_, fuse_even_if_long,
+	const bool batches_form = engine->observations_.worth_holding(task->cl);
+	UnfusedReason reason = decide_hold(predicted_us, engine->targets_, fuse_even_if_long, batches_form,
 					   every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
 									engine->nworkers_[ctx].load(std::memory_order_relaxed)),
 					   engine->config_.hold == Config::Hold::always);
@@ -135,10 +136,11 @@ void Engine::on_ready(void *prologue_arg)
 	engine->admit(task, where_before_batching, predicted_us);
 }
 
-void Engine::note_batch_closed(Family *family)
+void Engine::note_batch_closed(Family *family, std::size_t members)
 {
 	if (!family->batch_measured.load(std::memory_order_relaxed))
 		family->probes_closed++;
+	observations_.record_batch_members(family->key.codelet, members);
 }
 
 Family *Engine::family_locked(const struct starpu_task *task)
@@ -169,7 +171,7 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching,
 						   family->probes_closed);
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
-			note_batch_closed(family);
+			note_batch_closed(family, full->members.size());
 			full_batches_.push_back(std::move(*full));
 			wake = true;
 		}
@@ -198,7 +200,7 @@ double Engine::predict_member_us(struct starpu_task *task)
 			predicted_us = expected;
 	}
 	if (std::isnan(predicted_us))
-		predicted_us = measured_estimates_.get(task->cl);
+		predicted_us = observations_.member_us(task->cl);
 	return predicted_us;
 }
 
@@ -273,10 +275,10 @@ void Engine::flusher_loop()
 			/* Workers ran out of work: one part per worker, so that none
 			 * of them stays idle while another runs the whole batch. */
 			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); })) {
-				note_batch_closed(batch.family);
 				unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
 				auto member = batch.members.begin();
 				for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
+					note_batch_closed(batch.family, size);
 					closed.push_back(Buffers::Batch{batch.family, std::vector<Member>(member, member + size)});
 					member += size;
 				}
@@ -284,7 +286,7 @@ void Engine::flusher_loop()
 			flush_requested_.reset();
 		}
 		for (auto &batch : buffers_.take_expired(now_us())) {
-			note_batch_closed(batch.family);
+			note_batch_closed(batch.family, batch.members.size());
 			closed.push_back(std::move(batch));
 		}
 		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);

@@ -27,7 +27,7 @@
 #include "fusion/batch_buffers.h"
 #include "fusion/controller.h"
 #include "fusion/family.h"
-#include "fusion/measured_durations.h"
+#include "fusion/codelet_observations.h"
 #include "fusion/stats.h"
 #include "sched/config.h"
 
@@ -77,7 +77,7 @@ public:
 
 	/* The online estimate: mean member duration measured in batches, per
 	 * codelet.  Lock-free so that every readying thread can consult it. */
-	MeasuredDurations &measured_durations() { return measured_estimates_; }
+	CodeletObservations &observations() { return observations_; }
 
 private:
 	using Buffers = BatchBuffers<Family *, Member>;
@@ -86,8 +86,8 @@ private:
 	void admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us);
 	void request_flush(unsigned sched_ctx);
 	Family *family_locked(const struct starpu_task *task);
-	/* Counts a closed batch towards its family's probes; mutex_ held. */
-	static void note_batch_closed(Family *family);
+	/* Records a closed batch of members tasks (probes, batch sizes); mutex_ held. */
+	void note_batch_closed(Family *family, std::size_t members);
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
 	double predict_member_us(struct starpu_task *task);
 	void flusher_loop();
@@ -98,7 +98,7 @@ private:
 	struct starpu_perfmodel_arch *cpu_perf_arch_ = nullptr; /* for StarPU's models */
 	double profiling_started_us_ = 0.0; /* starpu_timing_now() at start, for the worker report */
 	Statistics stats_;
-	MeasuredDurations measured_estimates_;
+	CodeletObservations observations_;
 
 	std::mutex mutex_;                       /* guards the fields below it, up to the atomics */
 	std::condition_variable flusher_wakeup_; /* signalled with mutex_ held or just released */

@@ -57,7 +57,7 @@ struct RunningBatch {
 void record_measurement(const RunningBatch &batch, double member_us)
 {
 	if (Engine *engine = active_engine.load(std::memory_order_acquire))
-		engine->measured_durations().record(batch.family->key.codelet, member_us);
+		engine->observations().record_member_us(batch.family->key.codelet, member_us);
 	batch.family->batch_measured.store(true, std::memory_order_relaxed);
 }
 

@@ -1,6 +1,7 @@
 /* Ensures the granularity controller follows the rule documented in
  * fusion/controller.h and the README, as a pure function of predictions,
  * target, worker state and batch contents. */
+#include "fusion/codelet_observations.h"
 #include "fusion/controller.h"
 #include "tests/cmocka.hpp"
 
@@ -12,31 +13,64 @@ static const Targets targets{1000.0 /* 1 ms */, 2, 64, 500.0 /* generic executio
 
 static void controller_runs_tasks_at_or_above_target_unfused(void **)
 {
-	assert_true(decide_hold(1000.0, targets, false, true, true) == UnfusedReason::predicted_above_target);
-	assert_true(decide_hold(5000.0, targets, false, true, false) == UnfusedReason::predicted_above_target);
-	assert_true(decide_hold(999.0, targets, true, true, false) == UnfusedReason::none);
+	assert_true(decide_hold(1000.0, targets, false, true, true, true) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(5000.0, targets, false, true, true, false) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(999.0, targets, true, true, true, false) == UnfusedReason::none);
 }
 
 static void controller_fuses_long_tasks_only_with_a_batched_kernel(void **)
 {
-	assert_true(decide_hold(600.0, targets, false, true, true) == UnfusedReason::predicted_above_max_task);
-	assert_true(decide_hold(600.0, targets, true, true, true) == UnfusedReason::none);
-	assert_true(decide_hold(500.0, targets, false, true, true) == UnfusedReason::none); /* the bound itself still fuses */
-	assert_true(decide_hold(NAN, targets, false, true, true) == UnfusedReason::none);   /* unknown: the probe batch measures it */
+	assert_true(decide_hold(600.0, targets, false, true, true, true) == UnfusedReason::predicted_above_max_task);
+	assert_true(decide_hold(600.0, targets, true, true, true, true) == UnfusedReason::none);
+	assert_true(decide_hold(500.0, targets, false, true, true, true) == UnfusedReason::none); /* the bound itself still fuses */
+	assert_true(decide_hold(NAN, targets, false, true, true, true) == UnfusedReason::none);   /* unknown: the probe batch measures it */
 	/* The target still bounds batched families. */
-	assert_true(decide_hold(1000.0, targets, true, true, true) == UnfusedReason::predicted_above_target);
+	assert_true(decide_hold(1000.0, targets, true, true, true, true) == UnfusedReason::predicted_above_target);
 	assert_false(too_long_for_generic_execution(500.0, targets));
 	assert_true(too_long_for_generic_execution(500.5, targets));
 	assert_false(too_long_for_generic_execution(NAN, targets));
 }
 
+static void controller_stops_holding_when_batches_stay_tiny(void **)
+{
+	assert_true(decide_hold(10.0, targets, false, false, true, false) == UnfusedReason::batches_too_small);
+	/* An idle worker is the first reason; hold=always overrides both. */
+	assert_true(decide_hold(10.0, targets, false, false, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(10.0, targets, false, false, true, true) == UnfusedReason::none);
+}
+
+static void observations_stop_holding_tiny_batches_then_retry(void **)
+{
+	static struct starpu_codelet narrow, wide;
+	CodeletObservations observations, other_observations; /* apart: the two could share a slot */
+	assert_true(observations.worth_holding(&narrow)); /* nothing known yet */
+	for (int i = 0; i < 8; i++) {
+		observations.record_batch_members(&narrow, 1);
+		other_observations.record_batch_members(&wide, 12);
+	}
+	assert_true(other_observations.worth_holding(&wide));
+	long refused = 0;
+	while (!observations.worth_holding(&narrow))
+		refused++;
+	assert_int_equal(refused, CodeletObservations::tasks_between_retries - 1);
+	/* The retry forgot the sizes: holding goes on until batches say otherwise. */
+	assert_true(observations.worth_holding(&narrow));
+	observations.record_batch_members(&narrow, 3);
+	assert_true(observations.worth_holding(&narrow));
+	/* Durations are kept apart from sizes. */
+	assert_true(std::isnan(observations.member_us(&narrow)));
+	observations.record_member_us(&narrow, 40.0);
+	observations.record_member_us(&narrow, 80.0);
+	assert_true(observations.member_us(&narrow) == 50.0); /* 3/4 old + 1/4 new */
+}
+
 static void controller_holds_only_while_every_worker_is_busy(void **)
 {
-	assert_true(decide_hold(10.0, targets, false, false, false) == UnfusedReason::worker_was_idle);
-	assert_true(decide_hold(NAN, targets, false, false, false) == UnfusedReason::worker_was_idle);
-	assert_true(decide_hold(NAN, targets, false, true, false) == UnfusedReason::none);
+	assert_true(decide_hold(10.0, targets, false, true, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(NAN, targets, false, true, false, false) == UnfusedReason::worker_was_idle);
+	assert_true(decide_hold(NAN, targets, false, true, true, false) == UnfusedReason::none);
 	/* STARPU_FUSING_HOLD=always holds even when workers idle. */
-	assert_true(decide_hold(10.0, targets, false, false, true) == UnfusedReason::none);
+	assert_true(decide_hold(10.0, targets, false, true, false, true) == UnfusedReason::none);
 }
 
 static void controller_sizes_batches_to_reach_the_target(void **)
@@ -83,6 +117,8 @@ int main(void)
 		cmocka_unit_test(controller_runs_tasks_at_or_above_target_unfused),
 		cmocka_unit_test(controller_fuses_long_tasks_only_with_a_batched_kernel),
 		cmocka_unit_test(controller_holds_only_while_every_worker_is_busy),
+		cmocka_unit_test(controller_stops_holding_when_batches_stay_tiny),
+		cmocka_unit_test(observations_stop_holding_tiny_batches_then_retry),
 		cmocka_unit_test(controller_sizes_batches_to_reach_the_target),
 		cmocka_unit_test(controller_splits_batches_over_idle_workers),
 	};

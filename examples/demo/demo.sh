@@ -34,7 +34,7 @@ for policy in lws fusing; do
 	times=""
 	for run in 1 2 3; do
 		line=$(STARPU_SCHED=$policy "$FUSING_LAUNCHER" "$bench" -shape independent -tasks 20000 -us 10)
-		times="$times${times:+, }${line##*,}"
+		times="$times${times:+, }$(echo "$line" | cut -d, -f4)"
 	done
 	printf "%-8s %s\n" "$policy" "$times"
 done
