@@ -27,6 +27,10 @@ public:
 	 * wide on 2 workers, 10 us tasks, batches of 1.3 members made the run
 	 * 2.6 x slower than the base policy alone. */
 	static constexpr double min_useful_members = 2.0;
+	/* Batches observed before concluding: the first ones are often
+	 * single tasks flushed for an idle worker at the start of a graph (a
+	 * 16-sample convolution layer was left unfused on one of them). */
+	static constexpr long batches_before_judging = 8;
 	/* After this many tasks readied without holding, a family's batch
 	 * sizes are forgotten and holding is tried again (the graph may have
 	 * widened). */
@@ -60,23 +64,26 @@ public:
 		double size = static_cast<double>(members);
 		slot.members_per_batch.store(std::isnan(previous) ? size : 0.75 * previous + 0.25 * size,
 					     std::memory_order_relaxed);
+		slot.batches_seen.fetch_add(1, std::memory_order_relaxed);
 	}
 
 	/* Whether a ready task of codelet should wait for a batch: no while the
-	 * codelet's recent batches averaged under min_useful_members, until
-	 * tasks_between_retries tasks have been let through. */
+	 * codelet's recent batches (once batches_before_judging were seen)
+	 * averaged under min_useful_members, until tasks_between_retries tasks
+	 * have been let through. */
 	bool worth_holding(const struct starpu_codelet *codelet)
 	{
 		Slot &slot = slots_[index(codelet)];
 		if (slot.codelet.load(std::memory_order_acquire) != codelet)
 			return true;
 		double members = slot.members_per_batch.load(std::memory_order_relaxed);
-		if (std::isnan(members) || members >= min_useful_members)
+		if (slot.batches_seen.load(std::memory_order_relaxed) < batches_before_judging || members >= min_useful_members)
 			return true;
 		if (slot.tasks_not_held.fetch_add(1, std::memory_order_relaxed) + 1 < tasks_between_retries)
 			return false;
 		slot.tasks_not_held.store(0, std::memory_order_relaxed);
 		slot.members_per_batch.store(NAN, std::memory_order_relaxed);
+		slot.batches_seen.store(0, std::memory_order_relaxed);
 		return true;
 	}
 
@@ -86,6 +93,7 @@ private:
 		std::atomic<double> member_us{NAN};
 		std::atomic<double> members_per_batch{NAN};
 		std::atomic<long> tasks_not_held{0};
+		std::atomic<long> batches_seen{0};
 	};
 
 	static std::size_t index(const struct starpu_codelet *codelet)
@@ -101,6 +109,7 @@ private:
 			slot.member_us.store(NAN, std::memory_order_relaxed);
 			slot.members_per_batch.store(NAN, std::memory_order_relaxed);
 			slot.tasks_not_held.store(0, std::memory_order_relaxed);
+			slot.batches_seen.store(0, std::memory_order_relaxed);
 			slot.codelet.store(codelet, std::memory_order_release);
 		}
 		return slot;

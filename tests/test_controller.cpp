@@ -44,6 +44,9 @@ static void observations_stop_holding_tiny_batches_then_retry(void **)
 	static struct starpu_codelet narrow, wide;
 	CodeletObservations observations, other_observations; /* apart: the two could share a slot */
 	assert_true(observations.worth_holding(&narrow)); /* nothing known yet */
+	for (long i = 0; i + 1 < CodeletObservations::batches_before_judging; i++)
+		observations.record_batch_members(&narrow, 1);
+	assert_true(observations.worth_holding(&narrow)); /* too few batches to judge */
 	for (int i = 0; i < 8; i++) {
 		observations.record_batch_members(&narrow, 1);
 		other_observations.record_batch_members(&wide, 12);
@@ -55,7 +58,8 @@ static void observations_stop_holding_tiny_batches_then_retry(void **)
 	assert_int_equal(refused, CodeletObservations::tasks_between_retries - 1);
 	/* The retry forgot the sizes: holding goes on until batches say otherwise. */
 	assert_true(observations.worth_holding(&narrow));
-	observations.record_batch_members(&narrow, 3);
+	for (long i = 0; i < CodeletObservations::batches_before_judging; i++)
+		observations.record_batch_members(&narrow, 3);
 	assert_true(observations.worth_holding(&narrow));
 	/* Durations are kept apart from sizes. */
 	assert_true(std::isnan(observations.member_us(&narrow)));

@@ -1,0 +1,72 @@
+#!/bin/sh
+# Plots of a performance report (run_bench.sh), as PNG and SVG, with gnuplot:
+#   sweep_independent, sweep_stencil   efficiency vs task duration, one curve per policy
+#   tasks_size_overhead                the same for StarPU's own benchmark
+#   conv                               convolution layer wall time, bars per image size
+#
+#   examples/bench/plot.sh DIR
+set -eu
+dir=$1
+data="$dir/plot-data"
+mkdir -p "$data"
+
+# render NAME GNUPLOT_COMMANDS: DIR/NAME.png and DIR/NAME.svg.
+render() {
+	for terminal in "pngcairo size 900,560" "svg size 900,560"; do
+		extension=png
+		[ "${terminal%% *}" = svg ] && extension=svg
+		printf 'set terminal %s\nset output "%s"\n%s\n' "$terminal" "$dir/$1.$extension" "$2" | gnuplot
+	done
+}
+
+# efficiency_plot NAME TITLE FILE SHAPE X_COLUMN Y_COLUMN: one curve per
+# policy (column 1) of the CSV FILE, rows of SHAPE (column 2) when SHAPE is set.
+efficiency_plot() {
+	clauses=""
+	for policy in $(awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$3"); do
+		awk -F, -v policy="$policy" -v shape="$4" -v x="$5" -v y="$6" \
+			'NR > 1 && $1 == policy && (shape == "" || $2 == shape) { print $x, $y }' "$3" > "$data/$1-$policy.dat"
+		clauses="$clauses, \"$data/$1-$policy.dat\" using 1:2 with linespoints linewidth 2 title \"$policy\""
+	done
+	render "$1" "set title \"$2\" noenhanced
+set logscale x
+set xlabel \"task duration (us)\"
+set ylabel \"efficiency (ideal time / measured time)\"
+set yrange [0:1.05]
+set key bottom right
+set grid
+plot 0.5 with lines dashtype 2 linecolor \"gray\" title \"50% (METG)\"$clauses"
+}
+
+efficiency_plot sweep_independent "Independent tasks: efficiency vs task duration" "$dir/sweep.csv" independent 3 7
+efficiency_plot sweep_stencil "1-D stencil, 16 cells wide: efficiency vs task duration" "$dir/sweep.csv" stencil 3 7
+if [ "$(wc -l < "$dir/tasks_size_overhead.csv")" -gt 1 ]; then
+	efficiency_plot tasks_size_overhead "StarPU's tasks_size_overhead, unmodified: efficiency vs task duration" \
+		"$dir/tasks_size_overhead.csv" "" 2 3
+fi
+
+# Convolution: per image size, the best built-in policy at granularity 1,
+# fusing (generic and with batched kernels) at granularity 1, and the best
+# hand-coarsened granularity.
+awk -F, 'NR > 1 {
+	px = $1
+	if (!(px in seen)) { seen[px] = 1; sizes[++n] = px; builtin[px] = 1e9; hand[px] = 1e9 }
+	if ($2 == 1 && ($3 == "eager" || $3 == "lws" || $3 == "dmda") && $5 < builtin[px]) builtin[px] = $5
+	if ($2 == 1 && $3 == "fusing-generic") generic[px] = $5
+	if ($2 == 1 && $3 == "fusing-batched") batched[px] = $5
+	if ($2 > 1 && $5 < hand[px]) hand[px] = $5
+}
+END {
+	print "size \"best built-in, fine tasks\" \"fusing, fine tasks\" \"fusing + batched kernels, fine tasks\" \"best hand-coarsened\""
+	for (i = 1; i <= n; i++) printf "\"%.0fk\" %s %s %s %s\n", sizes[i] / 1000, builtin[sizes[i]], generic[sizes[i]], batched[sizes[i]], hand[sizes[i]]
+}' "$dir/conv.csv" > "$data/conv_bars.dat"
+render conv "set title \"Convolution layer forward pass: wall time per image size (lower is better)\" noenhanced
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel \"seconds (log scale)\"
+set xlabel \"image size (pixels)\"
+set key top left
+set grid ytics
+plot \"$data/conv_bars.dat\" using 2:xtic(1) title columnheader(2), '' using 3 title columnheader(3), '' using 4 title columnheader(4), '' using 5 title columnheader(5)"

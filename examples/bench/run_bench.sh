@@ -1,0 +1,241 @@
+#!/bin/sh
+# The performance report behind `make bench` (quick) and `make bench-full`.
+#
+#   examples/bench/run_bench.sh [-quick|-full] [-out DIR]
+#
+# Runs, side by side on this machine, under eager, lws, dmda, fusing (over
+# lws) and fusing over dmda:
+#   (a) StarPU's own task-size benchmark, tasks_size_overhead from Debian's
+#       starpu-examples, unmodified (its tasks read one shared buffer, -b 1
+#       -B 1: StarPU tasks without data are never fused);
+#   (b) a granularity sweep of examples/task_size: independent tasks and a
+#       periodic 1-D stencil 16 cells wide (Task Bench's stencil pattern),
+#       task durations 1 us to 10 ms, efficiency against the ideal time
+#       tasks * duration / workers, and METG(50%) per policy;
+#   (c) the convolution experiment (examples/conv_granularity).
+# Writes DIR (default bench-results): CSV files, PNG and SVG plots (gnuplot),
+# and summary.md with the machine, the command and the key figures.
+# quick: about 3 minutes; full: about 15 minutes (more sizes, medians of 3).
+#
+# Environment (set by make bench): FUSING_LAUNCHER, STARPU_FUSING_LIBRARY,
+# TASK_SIZE_BENCH, CONV_GRANULARITY, STARPU_EXAMPLES_DIR, STARPU_PKG.
+set -eu
+mode=quick
+out=bench-results
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-quick) mode=quick; shift ;;
+	-full) mode=full; shift ;;
+	-out) out=$2; shift 2 ;;
+	*) echo "usage: $0 [-quick|-full] [-out DIR]" >&2; exit 2 ;;
+	esac
+done
+here=$(cd "$(dirname "$0")" && pwd)
+launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
+bench=${TASK_SIZE_BENCH:-examples/task_size/task_size_bench}
+examples_dir=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
+mkdir -p "$out"
+# label, STARPU_SCHED, STARPU_FUSING_BASE (read by fusing only)
+policies="eager eager eager
+lws lws lws
+dmda dmda dmda
+fusing fusing lws
+fusing-dmda fusing dmda"
+workers=$(nproc)
+
+if [ "$mode" = quick ]; then
+	overhead_args="-i 100 -t 1 -T 4096 -f 4"
+	durations="1 10 100 1000 10000"
+	work_seconds=0.1
+	reps=1
+	conv_args=-quick
+else
+	overhead_args="-i 400 -t 1 -T 8192 -f 2"
+	durations="1 3 10 30 100 300 1000 3000 10000"
+	work_seconds=0.3
+	reps=3
+	conv_args="-reps 3"
+fi
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+started=$(date +%s)
+
+# ---------------------------------------------------------------- machine
+{
+	echo "| | |"
+	echo "|---|---|"
+	echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
+	echo "| CPU | $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1) |"
+	echo "| cores used | $workers (nproc) |"
+	echo "| memory | $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) |"
+	echo "| StarPU | $(pkg-config --modversion "${STARPU_PKG:-starpu-1.3}" 2>/dev/null || echo unknown) (${STARPU_PKG:-starpu-1.3}) |"
+	echo "| compiler | $(${CXX:-g++} --version 2>/dev/null | head -n 1) |"
+	echo "| starpu-fusing | $(git -C "$here" describe --always --dirty 2>/dev/null || echo "not a git checkout") |"
+	echo "| mode | $mode |"
+} > "$out/machine.md"
+
+# ------------------------------------------- (a) StarPU's tasks_size_overhead
+overhead_csv="$out/tasks_size_overhead.csv"
+echo "policy,us,efficiency" > "$overhead_csv"
+if [ -x "$examples_dir/tasks_size_overhead" ]; then
+	echo "== (a) tasks_size_overhead $overhead_args -b 1 -B 1 -c $workers -C $workers" >&2
+	echo "$policies" | while read -r label sched base; do
+		# Its output: a "seq" row (one core, no StarPU) and a row for
+		# $workers cores, each "duration total(s)" per task duration; the
+		# parallel total is already divided by the number of cores.
+		STARPU_SCHED=$sched STARPU_FUSING_BASE=$base "$launcher" "$examples_dir/tasks_size_overhead" \
+			$overhead_args -b 1 -B 1 -c "$workers" -C "$workers" 2>/dev/null |
+			awk -v label="$label" -v cores="$workers" '
+				$1 == "\"seq\"" { for (i = 2; i < NF; i += 2) seq[i] = $(i + 1) }
+				$1 == cores { for (i = 2; i < NF; i += 2) printf "%s,%s,%.4f\n", label, $i, seq[i] / ($(i + 1) * cores) }' \
+			>> "$overhead_csv"
+	done
+else
+	echo "== (a) skipped: $examples_dir/tasks_size_overhead not found (apt-get install starpu-examples)" >&2
+fi
+
+# --------------------------------------------------- (b) granularity sweep
+sweep_runs="$out/sweep_runs.csv"
+sweep_csv="$out/sweep.csv"
+stencil_width=16
+echo "policy,shape,us,tasks,workers,seconds" > "$sweep_runs"
+echo "== (b) granularity sweep: $durations us, $reps round(s)" >&2
+for round in $(seq "$reps"); do
+	for shape in independent stencil; do
+		for us in $durations; do
+			tasks=$(awk -v w="$work_seconds" -v n="$workers" -v us="$us" -v width="$stencil_width" 'BEGIN {
+				t = int(w * n * 1e6 / us); if (t > 20000) t = 20000
+				if (t < 4 * width) t = 4 * width
+				print t - t % width }')
+			echo "$policies" | while read -r label sched base; do
+				STARPU_SCHED=$sched STARPU_FUSING_BASE=$base "$launcher" "$bench" -shape "$shape" -tasks "$tasks" \
+					-us "$us" -chains "$stencil_width" |
+					awk -F, -v label="$label" '{ print label "," $1 "," $2 "," $3 "," $5 "," $4 }' >> "$sweep_runs"
+			done
+		done
+	done
+done
+# Medians over rounds; efficiency = ideal / measured; effective granularity
+# (Task Bench) = seconds * workers / tasks.
+awk -F, 'NR > 1 {
+	key = $1 "," $2 "," $3 "," $4 "," $5
+	if (!(key in n)) order[++keys] = key
+	v[key, ++n[key]] = $6
+}
+END {
+	print "policy,shape,us,tasks,workers,seconds,efficiency,granularity_us"
+	for (k = 1; k <= keys; k++) {
+		key = order[k]; m = n[key]
+		for (i = 1; i <= m; i++) s[i] = v[key, i]
+		for (i = 2; i <= m; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
+		seconds = s[int((m + 1) / 2)]
+		split(key, f, ",")
+		printf "%s,%.6f,%.4f,%.2f\n", key, seconds, f[4] * f[3] / (f[5] * seconds * 1e6), seconds * f[5] * 1e6 / f[4]
+	}
+}' "$sweep_runs" > "$sweep_csv"
+
+# METG(50%): the smallest effective granularity at which efficiency is at
+# least 50%, interpolated (log granularity, linear efficiency) between the
+# two sweep points around the crossing.
+metg_csv="$out/metg.csv"
+awk -F, 'NR > 1 {
+	key = $1 "," $2
+	if (!(key in n)) order[++keys] = key
+	i = ++n[key]; us[key, i] = $3; eff[key, i] = $7; gran[key, i] = $8
+}
+END {
+	print "policy,shape,metg_us"
+	for (k = 1; k <= keys; k++) {
+		key = order[k]; m = n[key]
+		# points in increasing duration (the sweep order)
+		best = ""
+		for (i = m; i >= 1; i--) {
+			if (eff[key, i] < 0.5) break
+			best = i
+		}
+		if (best == "") { print key ",>" gran[key, m]; continue }
+		if (best == 1) { print key ",<=" gran[key, 1]; continue }
+		lo = best - 1; hi = best
+		x0 = log(gran[key, lo]); x1 = log(gran[key, hi]); e0 = eff[key, lo]; e1 = eff[key, hi]
+		x = x0 + (0.5 - e0) * (x1 - x0) / (e1 - e0)
+		printf "%s,%.1f\n", key, exp(x)
+	}
+}' "$sweep_csv" > "$metg_csv"
+
+# ------------------------------------------------- (c) convolution experiment
+echo "== (c) convolution experiment ($conv_args)" >&2
+FUSING_LAUNCHER=$launcher CONV_GRANULARITY=${CONV_GRANULARITY:-examples/conv_granularity/conv_granularity} \
+	"$here/../conv_granularity/run_experiment.sh" $conv_args -out "$out" > "$out/conv_report.md"
+
+# ------------------------------------------------------------------ plots
+if command -v gnuplot >/dev/null; then
+	"$here/plot.sh" "$out"
+else
+	echo "gnuplot not found (apt-get install gnuplot-nox): CSV and summary only" >&2
+fi
+
+# ---------------------------------------------------------------- summary
+minutes=$(( ($(date +%s) - started + 59) / 60 ))
+{
+	echo "# starpu-fusing performance report"
+	echo
+	echo "Command: \`$0 -$mode\` ($minutes min). Every figure below was measured in this run, all policies"
+	echo "interleaved so that they share the machine's state."
+	echo
+	cat "$out/machine.md"
+	echo
+	echo "## METG(50%): smallest effective task granularity at 50% efficiency (lower is better)"
+	echo
+	echo "| policy | independent (us) | stencil (us) |"
+	echo "|---|---|---|"
+	awk -F, 'NR > 1 { v[$1, $2] = $3; if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 } }
+		END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], v[order[i], "independent"], v[order[i], "stencil"] }' "$metg_csv"
+	echo
+	echo "## Efficiency against the ideal (tasks x duration / workers)"
+	echo
+	for shape in independent stencil; do
+		echo "$shape:"
+		echo
+		awk -F, -v shape="$shape" 'NR > 1 && $2 == shape {
+			if (!($1 in seen)) { seen[$1] = 1; pol[++np] = $1 }
+			if (!($3 in seenus)) { seenus[$3] = 1; dur[++nd] = $3 }
+			e[$1, $3] = $7
+		}
+		END {
+			printf "| task (us) |"; for (p = 1; p <= np; p++) printf " %s |", pol[p]; printf "\n|---|"
+			for (p = 1; p <= np; p++) printf "---|"; printf "\n"
+			for (d = 1; d <= nd; d++) {
+				printf "| %s |", dur[d]; for (p = 1; p <= np; p++) printf " %.2f |", e[pol[p], dur[d]]; printf "\n"
+			}
+		}' "$sweep_csv"
+		echo
+	done
+	if [ "$(wc -l < "$overhead_csv")" -gt 1 ]; then
+		echo "## StarPU's tasks_size_overhead ($overhead_args -b 1 -B 1, $workers cores): efficiency"
+		echo
+		awk -F, 'NR > 1 {
+			if (!($1 in seen)) { seen[$1] = 1; pol[++np] = $1 }
+			if (!($2 in seenus)) { seenus[$2] = 1; dur[++nd] = $2 }
+			e[$1, $2] = $3
+		}
+		END {
+			printf "| task (us) |"; for (p = 1; p <= np; p++) printf " %s |", pol[p]; printf "\n|---|"
+			for (p = 1; p <= np; p++) printf "---|"; printf "\n"
+			for (d = 1; d <= nd; d++) {
+				printf "| %s |", dur[d]; for (p = 1; p <= np; p++) printf " %.2f |", e[pol[p], dur[d]]; printf "\n"
+			}
+		}' "$overhead_csv"
+		echo
+	fi
+	echo "## Convolution layer (conv2d + bias add per sample and filter)"
+	echo
+	cat "$out/conv_report.md"
+	echo
+	if [ -f "$out/sweep_independent.png" ]; then
+		echo "## Plots"
+		echo
+		for plot in sweep_independent sweep_stencil tasks_size_overhead conv; do
+			[ -f "$out/$plot.png" ] && echo "![$plot]($plot.png)"
+		done
+	fi
+} > "$out/summary.md"
+echo "wrote $out/summary.md ($minutes min)" >&2
