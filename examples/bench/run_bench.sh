@@ -174,6 +174,24 @@ else
 fi
 
 # ---------------------------------------------------------------- summary
+# efficiency_table FILE DURATION_COLUMN VALUE_COLUMN SHAPE: a Markdown table,
+# one row per task duration, one column per policy (column 1); only rows
+# whose column 2 is SHAPE when SHAPE is set.
+efficiency_table() {
+	awk -F, -v x="$2" -v y="$3" -v shape="$4" 'NR > 1 && (shape == "" || $2 == shape) {
+		if (!($1 in seen)) { seen[$1] = 1; pol[++np] = $1 }
+		if (!($x in seenus)) { seenus[$x] = 1; dur[++nd] = $x }
+		e[$1, $x] = $y
+	}
+	END {
+		printf "| task (us) |"; for (p = 1; p <= np; p++) printf " %s |", pol[p]; printf "\n|---|"
+		for (p = 1; p <= np; p++) printf "---|"; printf "\n"
+		for (d = 1; d <= nd; d++) {
+			printf "| %s |", dur[d]; for (p = 1; p <= np; p++) printf " %.2f |", e[pol[p], dur[d]]; printf "\n"
+		}
+	}' "$1"
+}
+
 minutes=$(( ($(date +%s) - started + 59) / 60 ))
 {
 	echo "# starpu-fusing performance report"
@@ -195,35 +213,13 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 	for shape in independent stencil; do
 		echo "$shape:"
 		echo
-		awk -F, -v shape="$shape" 'NR > 1 && $2 == shape {
-			if (!($1 in seen)) { seen[$1] = 1; pol[++np] = $1 }
-			if (!($3 in seenus)) { seenus[$3] = 1; dur[++nd] = $3 }
-			e[$1, $3] = $7
-		}
-		END {
-			printf "| task (us) |"; for (p = 1; p <= np; p++) printf " %s |", pol[p]; printf "\n|---|"
-			for (p = 1; p <= np; p++) printf "---|"; printf "\n"
-			for (d = 1; d <= nd; d++) {
-				printf "| %s |", dur[d]; for (p = 1; p <= np; p++) printf " %.2f |", e[pol[p], dur[d]]; printf "\n"
-			}
-		}' "$sweep_csv"
+		efficiency_table "$sweep_csv" 3 7 "$shape"
 		echo
 	done
 	if [ "$(wc -l < "$overhead_csv")" -gt 1 ]; then
 		echo "## StarPU's tasks_size_overhead ($overhead_args -b 1 -B 1, $workers cores): efficiency"
 		echo
-		awk -F, 'NR > 1 {
-			if (!($1 in seen)) { seen[$1] = 1; pol[++np] = $1 }
-			if (!($2 in seenus)) { seenus[$2] = 1; dur[++nd] = $2 }
-			e[$1, $2] = $3
-		}
-		END {
-			printf "| task (us) |"; for (p = 1; p <= np; p++) printf " %s |", pol[p]; printf "\n|---|"
-			for (p = 1; p <= np; p++) printf "---|"; printf "\n"
-			for (d = 1; d <= nd; d++) {
-				printf "| %s |", dur[d]; for (p = 1; p <= np; p++) printf " %.2f |", e[pol[p], dur[d]]; printf "\n"
-			}
-		}' "$overhead_csv"
+		efficiency_table "$overhead_csv" 2 3 ""
 		echo
 	fi
 	echo "## Convolution layer (conv2d + bias add per sample and filter)"
