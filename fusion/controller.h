@@ -15,14 +15,15 @@
  *    least two members (codelet_observations.h: in a narrow graph, holding
  *    only delays the critical path), unless STARPU_FUSING_HOLD=always;
  *  - a batch closes when its predicted work reaches the target, but never
- *    below min_members nor above max_members; with no prediction, batches
- *    grow from probe_members, doubling with each batch closed until one of
- *    the family's batches has run and been measured (a program can submit
- *    hundreds of 1 ms tasks before the first probe ends: packing them 64 at
- *    a time left workers idle at the end, while 4 at a time for no-op tasks
- *    cost 50% more instructions per task), and at max_members after that
- *    (the estimate is then missing only because another codelet took its
- *    slot, codelet_observations.h);
+ *    below min_members nor above max_members (max_members with no
+ *    prediction);
+ *  - while nothing predicts a family's tasks (no calibrated model, none of
+ *    its members measured yet), every batch it closes is split like a batch
+ *    closed for idle workers (below): a program can submit all its tasks before
+ *    the first one ends, and whole batches of unknown tasks left workers
+ *    idle at the end (60 tasks of 10 ms: 76% efficiency with batches of 4,
+ *    8, 16 and 32), while small probe batches of no-op tasks cost 50% more
+ *    instructions per task;
  *  - a batch closed because workers ran out of work is split so that every
  *    worker of the context gets a part: a batch never takes work that idle
  *    workers could run in parallel.
@@ -32,7 +33,6 @@
 
 #include "fusion/eligibility.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <vector>
@@ -79,20 +79,12 @@ inline UnfusedReason decide_hold(double predicted_us, const Targets &targets, bo
 	return UnfusedReason::none;
 }
 
-/* Batch size while a family has no prediction yet. */
-constexpr std::size_t probe_members = 4;
-
-/* How many members close a batch of tasks predicted at predicted_us each;
- * probing: none of the family's batches has been measured yet;
- * probes_closed: how many of its batches closed while probing. */
-inline std::size_t batch_size_for(double predicted_us, const Targets &targets, bool probing, unsigned probes_closed)
+/* How many members close a batch of tasks predicted at predicted_us each
+ * (NaN: unknown). */
+inline std::size_t batch_size_for(double predicted_us, const Targets &targets)
 {
 	std::size_t size = targets.max_members;
-	if (std::isnan(predicted_us)) {
-		if (probing && probes_closed < 16)
-			size = std::min(size, probe_members << probes_closed);
-	}
-	else if (predicted_us > 0.0) {
+	if (!std::isnan(predicted_us) && predicted_us > 0.0) {
 		double for_target = std::ceil(targets.target_us / predicted_us);
 		if (for_target < static_cast<double>(size))
 			size = static_cast<std::size_t>(for_target);

@@ -136,11 +136,20 @@ void Engine::on_ready(void *prologue_arg)
 	engine->admit(task, where_before_batching, predicted_us);
 }
 
-void Engine::note_batch_closed(Family *family, std::size_t members)
+void Engine::close_batch(Buffers::Batch &&batch, bool split, std::vector<Buffers::Batch> &closed)
 {
-	if (!family->batch_measured.load(std::memory_order_relaxed))
-		family->probes_closed++;
-	observations_.record_batch_members(family->key.codelet, members);
+	if (!split) {
+		observations_.record_batch_members(batch.family->key.codelet, batch.members.size());
+		closed.push_back(std::move(batch));
+		return;
+	}
+	unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
+	auto member = batch.members.begin();
+	for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
+		observations_.record_batch_members(batch.family->key.codelet, size);
+		closed.push_back(Buffers::Batch{batch.family, std::vector<Member>(member, member + size)});
+		member += size;
+	}
 }
 
 Family *Engine::family_locked(const struct starpu_task *task)
@@ -167,12 +176,10 @@ void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching,
 		bool was_empty = buffers_.buffered() == 0;
 		Family *family = family_locked(task);
 		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
-		std::size_t limit = batch_size_for(predicted_us, targets_, !family->batch_measured.load(std::memory_order_relaxed),
-						   family->probes_closed);
+		std::size_t limit = batch_size_for(predicted_us, targets_);
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
-			note_batch_closed(family, full->members.size());
-			full_batches_.push_back(std::move(*full));
+			close_batch(std::move(*full), std::isnan(predicted_us), full_batches_);
 			wake = true;
 		}
 		/* The flusher sleeps without deadline while nothing is buffered. */
@@ -274,21 +281,12 @@ void Engine::flusher_loop()
 			auto requested = flush_requested_;
 			/* Workers ran out of work: one part per worker, so that none
 			 * of them stays idle while another runs the whole batch. */
-			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); })) {
-				unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
-				auto member = batch.members.begin();
-				for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
-					note_batch_closed(batch.family, size);
-					closed.push_back(Buffers::Batch{batch.family, std::vector<Member>(member, member + size)});
-					member += size;
-				}
-			}
+			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); }))
+				close_batch(std::move(batch), true, closed);
 			flush_requested_.reset();
 		}
-		for (auto &batch : buffers_.take_expired(now_us())) {
-			note_batch_closed(batch.family, batch.members.size());
-			closed.push_back(std::move(batch));
-		}
+		for (auto &batch : buffers_.take_expired(now_us()))
+			close_batch(std::move(batch), std::isnan(batch.family->predicted_member_us.load(std::memory_order_relaxed)), closed);
 		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);
 
 		if (closed.empty()) {

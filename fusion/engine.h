@@ -86,8 +86,10 @@ private:
 	void admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us);
 	void request_flush(unsigned sched_ctx);
 	Family *family_locked(const struct starpu_task *task);
-	/* Records a closed batch of members tasks (probes, batch sizes); mutex_ held. */
-	void note_batch_closed(Family *family, std::size_t members);
+	/* Appends batch to closed, split into one part per worker of its
+	 * context when split (controller.h says when), and records the sizes of
+	 * what it appended; mutex_ held. */
+	void close_batch(Buffers::Batch &&batch, bool split, std::vector<Buffers::Batch> &closed);
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
 	double predict_member_us(struct starpu_task *task);
 	void flusher_loop();

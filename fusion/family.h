@@ -58,8 +58,6 @@ struct Family {
 	/* Set by the worker that ran one of the family's batches, once its
 	 * duration is measured; read when batches are sized (controller.h). */
 	std::atomic<bool> batch_measured{false};
-	/* Batches closed before any was measured; guarded by the engine's mutex_. */
-	unsigned probes_closed = 0;
 };
 
 /* A task taken into a batch, with what must be restored before it terminates. */

@@ -93,9 +93,9 @@ void run_batch(void *buffers[], void *arg)
 			RunningMemberScope running(member, ntasks);
 			member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
 			/* The family's very first member measured: batches still being
-			 * formed need it now, not after the whole probe batch (a program
+			 * formed need it now, not after the whole batch (a program
 			 * submitting hundreds of 1 ms tasks would have them all batched
-			 * before a 4-member probe ends). */
+			 * before a whole first batch ends). */
 			if (i == 0 && !batch->family->batch_measured.load(std::memory_order_relaxed))
 				record_measurement(*batch, starpu_timing_now() - start_us);
 		}

@@ -23,7 +23,7 @@ static void controller_fuses_long_tasks_only_with_a_batched_kernel(void **)
 	assert_true(decide_hold(600.0, targets, false, true, true, true) == UnfusedReason::predicted_above_max_task);
 	assert_true(decide_hold(600.0, targets, true, true, true, true) == UnfusedReason::none);
 	assert_true(decide_hold(500.0, targets, false, true, true, true) == UnfusedReason::none); /* the bound itself still fuses */
-	assert_true(decide_hold(NAN, targets, false, true, true, true) == UnfusedReason::none);   /* unknown: the probe batch measures it */
+	assert_true(decide_hold(NAN, targets, false, true, true, true) == UnfusedReason::none);   /* unknown: its first batch measures it */
 	/* The target still bounds batched families. */
 	assert_true(decide_hold(1000.0, targets, true, true, true, true) == UnfusedReason::predicted_above_target);
 	assert_false(too_long_for_generic_execution(500.0, targets));
@@ -79,24 +79,17 @@ static void controller_holds_only_while_every_worker_is_busy(void **)
 
 static void controller_sizes_batches_to_reach_the_target(void **)
 {
-	assert_int_equal(batch_size_for(100.0, targets, false, 0), 10);  /* 10 x 100 us = 1 ms */
-	assert_int_equal(batch_size_for(300.0, targets, false, 0), 4);   /* rounds up: 1.2 ms */
-	assert_int_equal(batch_size_for(1.0, targets, false, 0), 64);    /* capped by max_members */
-	assert_int_equal(batch_size_for(900.0, targets, false, 0), 2);   /* at least min_members */
-	/* No prediction: probes doubling from probe_members until a batch of
-	 * the family has been measured; the cap after that (the estimate's
-	 * slot was taken). */
-	assert_int_equal(batch_size_for(NAN, targets, true, 1), 2 * probe_members);
-	assert_int_equal(batch_size_for(NAN, targets, true, 3), 8 * probe_members);
-	assert_int_equal(batch_size_for(NAN, targets, true, 5), 64);  /* capped */
-	assert_int_equal(batch_size_for(NAN, targets, true, 40), 64); /* no shift overflow */
-	assert_int_equal(batch_size_for(NAN, targets, true, 0), probe_members);
-	assert_int_equal(batch_size_for(NAN, targets, false, 0), 64);
-	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 64, 500.0}, true, 0), 8); /* at least min_members */
-	assert_int_equal(batch_size_for(100.0, targets, true, 0), 10); /* a prediction wins */
-	assert_int_equal(batch_size_for(0.0, targets, false, 0), 64);
+	assert_int_equal(batch_size_for(100.0, targets), 10);  /* 10 x 100 us = 1 ms */
+	assert_int_equal(batch_size_for(300.0, targets), 4);   /* rounds up: 1.2 ms */
+	assert_int_equal(batch_size_for(1.0, targets), 64);    /* capped by max_members */
+	assert_int_equal(batch_size_for(900.0, targets), 2);   /* at least min_members */
+	/* No prediction: the cap (batches of unmeasured families are split
+	 * over the workers instead, see the engine). */
+	assert_int_equal(batch_size_for(NAN, targets), 64);
+	assert_int_equal(batch_size_for(NAN, Targets{1000.0, 8, 16, 500.0}), 16);
+	assert_int_equal(batch_size_for(0.0, targets), 64);
 	Targets single{1000.0, 1, 1, 500.0};
-	assert_int_equal(batch_size_for(10.0, single, false, 0), 1);
+	assert_int_equal(batch_size_for(10.0, single), 1);
 }
 
 static void controller_splits_batches_over_idle_workers(void **)
