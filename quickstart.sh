@@ -2,11 +2,12 @@
 # One-command set-up for a fresh Debian 12 machine, then one action:
 #   ./quickstart.sh demo    install missing Debian packages, build, run the demonstration
 #   ./quickstart.sh check   install missing Debian packages, build, run the whole test suite
+#   ./quickstart.sh bench   install missing Debian packages, build, run the quick performance report
 set -eu
 cd "$(dirname "$0")"
 
 packages="g++ make autoconf automake libtool pkg-config libstarpu-dev starpu-examples
-libhwloc-dev libnuma-dev libcmocka-dev libffi-dev libopenblas-dev"
+libhwloc-dev libnuma-dev libcmocka-dev libffi-dev libopenblas-dev gnuplot-nox"
 
 missing=""
 for package in $packages; do
@@ -26,6 +27,7 @@ make -j"$(nproc)"
 
 case "${1:-}" in
 demo) make demo ;;
+bench) make bench ;;
 check)
 	# Automake prints one line per test; on failure show the failing logs,
 	# and close with one summary line either way.
@@ -40,5 +42,5 @@ check)
 	echo "check: $(count PASS) passed, $(( $(count FAIL) + $(count ERROR) + $(count XPASS) )) failed, $(count SKIP) skipped"
 	exit "$status"
 	;;
-*) echo "usage: $0 demo|check" >&2; exit 2 ;;
+*) echo "usage: $0 demo|check|bench" >&2; exit 2 ;;
 esac

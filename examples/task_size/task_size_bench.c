@@ -20,23 +20,13 @@
  * workers: StarPU's CPU workers, for the ideal time tasks * D / workers).
  * It uses whatever policy STARPU_SCHED selects: run it with
  * starpu-fusing-run to use `fusing`. */
+#include "examples/common/spin_codelets.h"
+
 #include <starpu.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Busy-waits for the duration (us) packed in the task's arguments. */
-static void spin_as_asked(void *cl_arg)
-{
-	double us;
-	starpu_codelet_unpack_args(cl_arg, &us);
-	if (us > 0) {
-		double start = starpu_timing_now();
-		while (starpu_timing_now() - start < us)
-			;
-	}
-}
 
 static void spin_and_increment(void *buffers[], void *cl_arg)
 {
@@ -52,16 +42,6 @@ static void spin_and_count(void *buffers[], void *cl_arg)
 	(void)buffers;
 	spin_as_asked(cl_arg);
 	__atomic_add_fetch(&shared_read_runs, 1, __ATOMIC_RELAXED);
-}
-
-/* next = left + centre + right + 1 (unsigned: wraps, as the host check does) */
-static void spin_and_stencil(void *buffers[], void *cl_arg)
-{
-	spin_as_asked(cl_arg);
-	unsigned sum = 1;
-	for (int b = 0; b < 3; b++)
-		sum += *(unsigned *)STARPU_VARIABLE_GET_PTR(buffers[b]);
-	*(unsigned *)STARPU_VARIABLE_GET_PTR(buffers[3]) = sum;
 }
 
 static struct starpu_codelet stencil_codelet = {
