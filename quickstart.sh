@@ -7,7 +7,8 @@ set -eu
 cd "$(dirname "$0")"
 
 packages="g++ make autoconf automake libtool pkg-config libstarpu-dev starpu-examples
-libhwloc-dev libnuma-dev libcmocka-dev libffi-dev libopenblas-dev gnuplot-nox"
+libhwloc-dev libnuma-dev libcmocka-dev libffi-dev libopenblas-dev gnuplot-nox
+libopenmpi-dev openmpi-bin"
 
 missing=""
 for package in $packages; do
