@@ -5,6 +5,7 @@
 #include "fusion/batched_registry.h"
 #include "fusion/controller.h"
 #include "fusion/eligibility.h"
+#include "fusion/numa_node.h"
 #include "fusion/proxy_task.h"
 #include "fusion/worker_report.h"
 
@@ -55,6 +56,15 @@ Engine::Engine(const Config &config)
 	if (config_.print_stats) {
 		starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 		profiling_started_us_ = starpu_timing_now();
+	}
+	topology_ = describe_this_machine();
+	group_by_numa_node_ = topology_.numa_nodes > 1;
+	if (config_.cache_cap_level != 0) {
+		std::vector<unsigned> cpu_workers;
+		for (unsigned w = 0; w < topology_.workers.size(); w++)
+			if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CPU_WORKER)
+				cpu_workers.push_back(w);
+		working_set_cap_bytes_ = topology_.smallest_cache(config_.cache_cap_level, cpu_workers);
 	}
 	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
 	if (cpu_worker >= 0)
@@ -138,6 +148,7 @@ void Engine::on_ready(void *prologue_arg)
 
 void Engine::close_batch(Buffers::Batch &&batch, bool split, std::vector<Buffers::Batch> &closed)
 {
+	batch.family->open_working_set.clear();
 	if (!split) {
 		observations_.record_batch_members(batch.family->key.codelet, batch.members.size());
 		closed.push_back(std::move(batch));
@@ -152,9 +163,9 @@ void Engine::close_batch(Buffers::Batch &&batch, bool split, std::vector<Buffers
 	}
 }
 
-Family *Engine::family_locked(const struct starpu_task *task)
+Family *Engine::family_locked(const struct starpu_task *task, int numa_node)
 {
-	FamilyKey key = family_of(task);
+	FamilyKey key = family_of(task, numa_node);
 	if (last_family_ && !(key < last_family_->key) && !(last_family_->key < key))
 		return last_family_;
 	auto it = families_.find(key);
@@ -171,12 +182,22 @@ Family *Engine::family_locked(const struct starpu_task *task)
 void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us)
 {
 	bool wake = false;
+	/* Outside the lock: on a multi-node machine, a page query per buffer. */
+	const int numa_node = group_by_numa_node_ ? numa_node_of_task(task, node_of_address) : -1;
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
 		bool was_empty = buffers_.buffered() == 0;
-		Family *family = family_locked(task);
+		Family *family = family_locked(task, numa_node);
 		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
 		std::size_t limit = batch_size_for(predicted_us, targets_);
+		if (working_set_cap_bytes_ > 0) {
+			family->open_working_set.add(task);
+			if (family->open_working_set.bytes >= working_set_cap_bytes_) {
+				limit = 1; /* closes with this member */
+				if (config_.print_stats)
+					stats_.record_cache_cap_close();
+			}
+		}
 		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
 		if (full) {
 			close_batch(std::move(*full), std::isnan(predicted_us), full_batches_);
@@ -245,6 +266,12 @@ void Engine::on_worker_found_nothing(unsigned sched_ctx)
 void Engine::print_statistics(FILE *stream) const
 {
 	stats_.print(stream);
+	print_topology(stream, topology_);
+	if (working_set_cap_bytes_ > 0)
+		std::fprintf(stream, "[starpu-fusing] working-set cap (STARPU_FUSING_CACHE_CAP): %llu KiB, closed %llu batches\n",
+			     (unsigned long long)(working_set_cap_bytes_ / 1024), (unsigned long long)stats_.cache_cap_closes());
+	else
+		std::fprintf(stream, "[starpu-fusing] working-set cap (STARPU_FUSING_CACHE_CAP): off\n");
 	print_worker_report(stream, starpu_timing_now() - profiling_started_us_,
 			    idle_with_nothing_held_.load(std::memory_order_relaxed));
 }

@@ -28,6 +28,7 @@
 #include "fusion/controller.h"
 #include "fusion/family.h"
 #include "fusion/codelet_observations.h"
+#include "fusion/topology.h"
 #include "fusion/stats.h"
 #include "sched/config.h"
 
@@ -85,7 +86,7 @@ private:
 	static void on_ready(void *prologue_arg);
 	void admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us);
 	void request_flush(unsigned sched_ctx);
-	Family *family_locked(const struct starpu_task *task);
+	Family *family_locked(const struct starpu_task *task, int numa_node);
 	/* Appends batch to closed, split into one part per worker of its
 	 * context when split (controller.h says when), and records the sizes of
 	 * what it appended; mutex_ held. */
@@ -99,6 +100,9 @@ private:
 	const bool selecting_by_name_; /* STARPU_FUSING_ONLY or _EXCLUDE set */
 	struct starpu_perfmodel_arch *cpu_perf_arch_ = nullptr; /* for StarPU's models */
 	double profiling_started_us_ = 0.0; /* starpu_timing_now() at start, for the worker report */
+	Topology topology_;                 /* read once, at start */
+	bool group_by_numa_node_ = false;   /* several NUMA nodes: batches keep to one */
+	std::uint64_t working_set_cap_bytes_ = 0; /* STARPU_FUSING_CACHE_CAP; 0: off or cache unknown */
 	Statistics stats_;
 	CodeletObservations observations_;
 

@@ -11,7 +11,7 @@ Family::Family(const FamilyKey &family_key, const char *member_name)
 	init_proxy_codelet(*this);
 }
 
-FamilyKey family_of(const struct starpu_task *task)
+FamilyKey family_of(const struct starpu_task *task, int numa_node)
 {
 	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
 	std::uint64_t signature = 1469598103934665603ull; /* FNV-1a */
@@ -19,7 +19,7 @@ FamilyKey family_of(const struct starpu_task *task)
 		signature ^= static_cast<std::uint64_t>(STARPU_TASK_GET_MODE(task, i));
 		signature *= 1099511628211ull;
 	}
-	return FamilyKey{task->cl, task->sched_ctx, task->priority, nbuffers, signature};
+	return FamilyKey{task->cl, task->sched_ctx, task->priority, nbuffers, signature, numa_node};
 }
 
 } // namespace fusing

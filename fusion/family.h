@@ -10,6 +10,7 @@
 #include <starpu.h>
 
 #include <atomic>
+#include <unordered_set>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -23,16 +24,40 @@ struct FamilyKey {
 	int priority;
 	unsigned nbuffers;
 	std::uint64_t modes_signature; /* hash of the access modes, in order */
+	int numa_node;                 /* where the data lives (numa_node.h); -1 on one-node machines */
 
 	bool operator<(const FamilyKey &other) const
 	{
-		return std::tie(codelet, sched_ctx, priority, nbuffers, modes_signature) <
-		       std::tie(other.codelet, other.sched_ctx, other.priority, other.nbuffers, other.modes_signature);
+		return std::tie(codelet, sched_ctx, priority, nbuffers, modes_signature, numa_node) <
+		       std::tie(other.codelet, other.sched_ctx, other.priority, other.nbuffers, other.modes_signature,
+				other.numa_node);
 	}
 };
 
-/* Reads the family of a task (any thread; reads only the task). */
-FamilyKey family_of(const struct starpu_task *task);
+/* Reads the family of a task whose data lives on numa_node (any thread;
+ * reads only the task). */
+FamilyKey family_of(const struct starpu_task *task, int numa_node);
+
+/* The distinct data of a family's open batch, for the working-set cap
+ * (STARPU_FUSING_CACHE_CAP); guarded by the engine's mutex_. */
+struct WorkingSet {
+	std::unordered_set<starpu_data_handle_t> handles;
+	std::size_t bytes = 0;
+
+	void add(const struct starpu_task *task)
+	{
+		for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++) {
+			starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
+			if (handles.insert(handle).second)
+				bytes += starpu_data_get_size(handle);
+		}
+	}
+	void clear()
+	{
+		handles.clear();
+		bytes = 0;
+	}
+};
 
 /* One per FamilyKey, created on first use and kept until the engine stops,
  * because proxies point at proxy_codelet and proxy_name. */
@@ -58,6 +83,8 @@ struct Family {
 	/* Set by the worker that ran one of the family's batches, once its
 	 * duration is measured; read when batches are sized (controller.h). */
 	std::atomic<bool> batch_measured{false};
+	/* Only filled when the working-set cap is on. */
+	WorkingSet open_working_set;
 };
 
 /* A task taken into a batch, with what must be restored before it terminates. */

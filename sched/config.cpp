@@ -58,7 +58,7 @@ std::optional<unsigned long> parse_count(const std::string &text)
 const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
 	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
-	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
+	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_CACHE_CAP", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
 };
 
 /* Reads the duration variable name, when set, into *value_us if it lies in
@@ -164,6 +164,20 @@ ConfigResult parse_config(const EnvLookup &lookup)
 
 	if (!read_duration(lookup, "STARPU_FUSING_MAX_TASK", 1.0, 100e6, "from 1us to 100s", &config.max_generic_task_us, result.error))
 		return result;
+
+	if (auto text = lookup("STARPU_FUSING_CACHE_CAP")) {
+		if (*text == "off")
+			config.cache_cap_level = 0;
+		else if (*text == "l2")
+			config.cache_cap_level = 2;
+		else if (*text == "l3")
+			config.cache_cap_level = 3;
+		else {
+			result.error = invalid("STARPU_FUSING_CACHE_CAP", *text,
+					       "off, l2 or l3 (close a batch once its distinct data reaches that cache of the workers)");
+			return result;
+		}
+	}
 
 	if (auto text = lookup("STARPU_FUSING_HOLD")) {
 		if (*text == "when-busy")

@@ -25,6 +25,7 @@ struct Config {
 	std::vector<std::string> only_codelets;    /* STARPU_FUSING_ONLY; empty: all */
 	std::vector<std::string> exclude_codelets; /* STARPU_FUSING_EXCLUDE */
 	double max_delay_us = 1000.0;         /* STARPU_FUSING_MAX_DELAY */
+	int cache_cap_level = 0;              /* STARPU_FUSING_CACHE_CAP: 0 off, 2 L2, 3 L3 */
 	bool print_stats = false;             /* STARPU_FUSING_STATS */
 	/* STARPU_FUSING_HOLD: when a ready fusable task waits for a batch.
 	 * when_busy (default): only while every worker has queued work.
