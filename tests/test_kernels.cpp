@@ -146,6 +146,43 @@ void kernels_conv2d_batched_matches_reference(void **)
 	}
 }
 
+/* DAHL's layout: one-channel images and filters as StarPU matrices. */
+void kernels_conv2d_batched_matches_reference_on_matrices(void **)
+{
+	std::mt19937 random(4);
+	for (const Shape &s : shapes) {
+		if (s.channels != 1)
+			continue;
+		Problem p;
+		build(p, s, 3, 6, random);
+		std::vector<starpu_matrix_interface> images, filters;
+		for (std::size_t i = 0; i < p.images.size(); i++) {
+			images.push_back(matrix(p.images[i], s.width, s.height));
+			images.back().ld = p.image_if[i].ldy; /* padded rows */
+		}
+		for (auto &filter : p.filters)
+			filters.push_back(matrix(filter, s.kw, s.kh));
+		run_all(p, 3, 6, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
+			return std::vector<void *>{&images[i], &filters[f], out};
+		}, conv2d_matrix_codelet.cpu_funcs[0], conv2d_batched);
+		expect_close(p);
+		/* The per-task function reads matrices through the same code as the
+		 * batch: check both against loops over the plain arrays too. */
+		const unsigned ldy = s.width + s.pad, out_w = s.width - s.kw + 1, out_h = s.height - s.kh + 1;
+		for (unsigned i = 0; i < 3; i++)
+			for (unsigned f = 0; f < 6; f++)
+				for (unsigned y = 0; y < out_h; y++)
+					for (unsigned x = 0; x < out_w; x++) {
+						float sum = 0.0f;
+						for (unsigned v = 0; v < s.kh; v++)
+							for (unsigned u = 0; u < s.kw; u++)
+								sum += p.images[i][(y + v) * ldy + x + u] * p.filters[f][v * s.kw + u];
+						p.expected[std::size_t(i) * 6 + f][y * out_w + x] = sum;
+					}
+		expect_close(p);
+	}
+}
+
 void kernels_conv2d_bias_batched_matches_reference(void **)
 {
 	std::mt19937 random(2);
@@ -181,6 +218,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(kernels_conv2d_batched_matches_reference),
+		cmocka_unit_test(kernels_conv2d_batched_matches_reference_on_matrices),
 		cmocka_unit_test(kernels_conv2d_bias_batched_matches_reference),
 		cmocka_unit_test(kernels_bias_add_batched_matches_reference),
 	};
