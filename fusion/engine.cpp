@@ -65,6 +65,11 @@ Engine::Engine(const Config &config)
 			if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CPU_WORKER)
 				cpu_workers.push_back(w);
 		working_set_cap_bytes_ = topology_.smallest_cache(config_.cache_cap_level, cpu_workers);
+		/* Asked for, but impossible: say so rather than run without it silently. */
+		if (working_set_cap_bytes_ == 0)
+			std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_CACHE_CAP=l%d: the L%d cache of some CPU worker is unknown "
+				     "(workers not bound to one core, e.g. STARPU_WORKERS_NOBIND=1, or hwloc does not report it); "
+				     "batches are not capped\n", config_.cache_cap_level, config_.cache_cap_level);
 	}
 	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
 	if (cpu_worker >= 0)

@@ -1,13 +1,15 @@
 /* StarPU-level tests of the granularity controller (fusion/controller.h):
  * batches sized from predictions toward STARPU_FUSING_TARGET (1 ms here),
  * tasks at or above the target left alone, the online estimate for codelets
- * without a model, and few long tasks never serialised into one batch.
+ * without a model, few long tasks never serialised into one batch, and the
+ * working-set cap (STARPU_FUSING_CACHE_CAP=l2 in the hold-always phase).
  *
  * Usage: test_granularity BASE[.granularity] */
 #include "starpu_fusing.h"
 #include "tests/cmocka.hpp"
 #include "tests/test_codelets.hpp"
 
+#include <hwloc.h>
 #include <starpu.h>
 
 #include <atomic>
@@ -135,6 +137,65 @@ void granularity_online_estimate_without_model(void **)
 	assert_true(largest_batch.load() <= 4);
 }
 
+/* The L2 size hwloc reports above the first PU, 0 when none. */
+std::uint64_t l2_bytes_of_first_core()
+{
+	hwloc_topology_t topology;
+	std::uint64_t size = 0;
+	if (hwloc_topology_init(&topology) != 0)
+		return 0;
+	if (hwloc_topology_load(topology) == 0)
+		for (hwloc_obj_t obj = hwloc_get_obj_by_type(topology, HWLOC_OBJ_PU, 0); obj; obj = obj->parent)
+			if (obj->type == HWLOC_OBJ_L2CACHE) {
+				size = obj->attr->cache.size;
+				break;
+			}
+	hwloc_topology_destroy(topology);
+	return size;
+}
+
+void touch_vector(void *buffers[], void *)
+{
+	note_batch();
+	float *v = reinterpret_cast<float *>(STARPU_VECTOR_GET_PTR(buffers[0]));
+	v[0] += 1.0f;
+}
+
+double ten_microseconds(struct starpu_task *, unsigned)
+{
+	return 10.0;
+}
+
+/* Predicted (a batch of unpredicted tasks would be split over the workers,
+ * hiding what the cap did). */
+struct starpu_perfmodel ten_microseconds_model = make_cost_model(ten_microseconds, "granularity_ten_microseconds");
+struct starpu_codelet vector_codelet = make_test_codelet(touch_vector, "touch_vector", {STARPU_RW}, &ten_microseconds_model);
+
+/* (e) STARPU_FUSING_CACHE_CAP=l2: tasks each writing their own vector of
+ * 0.6 x L2 close their batch at the second member (1.2 x L2 of distinct
+ * data), however many are ready. */
+void granularity_working_set_cap_closes_batches(void **)
+{
+	const std::uint64_t l2 = l2_bytes_of_first_core();
+	if (l2 == 0)
+		skip(); /* the cap is off where the L2 size is unknown */
+	const long n = 24;
+	const std::size_t floats = static_cast<std::size_t>(0.6 * double(l2)) / sizeof(float);
+	std::vector<std::vector<float>> vectors(n, std::vector<float>(floats, 0.0f));
+	std::vector<starpu_data_handle_t> handles(n);
+	for (long i = 0; i < n; i++) {
+		starpu_vector_data_register(&handles[i], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(vectors[i].data()), floats, sizeof(float));
+		assert_int_equal(starpu_task_insert(&vector_codelet, STARPU_RW, handles[i], 0), 0);
+	}
+	starpu_task_wait_for_all();
+	for (long i = 0; i < n; i++) {
+		starpu_data_unregister(handles[i]);
+		assert_true(vectors[i][0] == 1.0f);
+	}
+	assert_int_equal(runs_in_batch.load(), n); /* hold always: all fused */
+	assert_int_equal(largest_batch.load(), 2);
+}
+
 /* (a) Default hold mode: fewer than twice as many long-ish tasks as workers
  * never share a batch. */
 void granularity_few_tasks_never_serialised(void **)
@@ -174,10 +235,13 @@ int main(int argc, char **argv)
 		if (status != 0)
 			return 1;
 		setenv("STARPU_FUSING_HOLD", "always", 1);
+		/* The other tests' tasks touch one variable each: never capped. */
+		setenv("STARPU_FUSING_CACHE_CAP", "l2", 1);
 		const struct CMUnitTest tests[] = {
 			cmocka_unit_test_setup_teardown(granularity_batches_reach_the_target, start_starpu, stop_starpu),
 			cmocka_unit_test_setup_teardown(granularity_tasks_above_target_run_unfused, start_starpu, stop_starpu),
 			cmocka_unit_test_setup_teardown(granularity_online_estimate_without_model, start_starpu, stop_starpu),
+			cmocka_unit_test_setup_teardown(granularity_working_set_cap_closes_batches, start_starpu, stop_starpu),
 		};
 		std::string group = "granularity over " + base + " (hold always)";
 		return cmocka_run_group_tests_name(group.c_str(), tests, nullptr, nullptr);
