@@ -13,6 +13,7 @@
 
 #include <starpu.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -23,18 +24,27 @@ namespace fusing {
 class CodeletObservations {
 public:
 	/* Below this many members per batch on average, holding a family's
-	 * tasks only delays them: measured on a periodic 1-D stencil 8 cells
-	 * wide on 2 workers, 10 us tasks, batches of 1.3 members made the run
-	 * 2.6 x slower than the base policy alone. */
-	static constexpr double min_useful_members = 2.0;
+	 * tasks only delays them.  Measured on periodic 1-D stencils on 2
+	 * workers, 10 us tasks: 8 cells wide, batches of 1.3 members made the
+	 * run 2.6 x slower than the base policy alone; 16 wide, batches of 2.7
+	 * to 2.9 still cost 1.4 x (0.27-0.29 s vs 0.19 s) — with 4 here it runs
+	 * as fast as the base (0.21-0.24 s vs 0.20-0.25 s). */
+	static constexpr double min_useful_members = 4.0;
 	/* Batches observed before concluding: the first ones are often
 	 * single tasks flushed for an idle worker at the start of a graph (a
 	 * 16-sample convolution layer was left unfused on one of them). */
 	static constexpr long batches_before_judging = 8;
 	/* After this many tasks readied without holding, a family's batch
 	 * sizes are forgotten and holding is tried again (the graph may have
-	 * widened). */
+	 * widened); each retry that finds batches still too small doubles the
+	 * wait, up to max_tasks_between_retries (a graph that stays narrow pays
+	 * the latency of a retry less and less often). */
 	static constexpr long tasks_between_retries = 256;
+	static constexpr long max_tasks_between_retries = 8192;
+	/* A new measurement counts for at most this many times the estimate:
+	 * a worker preempted for a few milliseconds (2 cores, 4 threads) made a
+	 * 10 us stencil task look like 1 ms and left it unfused. */
+	static constexpr double max_rise = 4.0;
 
 	/* Mean member duration of codelet in µs, NaN when not measured. */
 	double member_us(const struct starpu_codelet *codelet) const
@@ -46,12 +56,13 @@ public:
 	}
 
 	/* Folds in a batch whose members took member_us each on average
-	 * (moving average, weight 1/4 for the newest batch). */
+	 * (moving average, weight 1/4 for the newest batch, rises capped at
+	 * max_rise times the estimate). */
 	void record_member_us(const struct starpu_codelet *codelet, double member_us)
 	{
 		Slot &slot = owned_slot(codelet);
 		double previous = slot.member_us.load(std::memory_order_relaxed);
-		slot.member_us.store(std::isnan(previous) ? member_us : 0.75 * previous + 0.25 * member_us,
+		slot.member_us.store(std::isnan(previous) ? member_us : 0.75 * previous + 0.25 * std::min(member_us, max_rise * previous),
 				     std::memory_order_relaxed);
 	}
 
@@ -69,19 +80,24 @@ public:
 
 	/* Whether a ready task of codelet should wait for a batch: no while the
 	 * codelet's recent batches (once batches_before_judging were seen)
-	 * averaged under min_useful_members, until tasks_between_retries tasks
+	 * averaged under min_useful_members, until the retry interval's tasks
 	 * have been let through. */
 	bool worth_holding(const struct starpu_codelet *codelet)
 	{
 		Slot &slot = slots_[index(codelet)];
 		if (slot.codelet.load(std::memory_order_acquire) != codelet)
 			return true;
-		double members = slot.members_per_batch.load(std::memory_order_relaxed);
-		if (slot.batches_seen.load(std::memory_order_relaxed) < batches_before_judging || members >= min_useful_members)
+		if (slot.batches_seen.load(std::memory_order_relaxed) < batches_before_judging)
 			return true;
-		if (slot.tasks_not_held.fetch_add(1, std::memory_order_relaxed) + 1 < tasks_between_retries)
+		if (slot.members_per_batch.load(std::memory_order_relaxed) >= min_useful_members) {
+			slot.retry_interval.store(tasks_between_retries, std::memory_order_relaxed);
+			return true;
+		}
+		const long interval = slot.retry_interval.load(std::memory_order_relaxed);
+		if (slot.tasks_not_held.fetch_add(1, std::memory_order_relaxed) + 1 < interval)
 			return false;
 		slot.tasks_not_held.store(0, std::memory_order_relaxed);
+		slot.retry_interval.store(std::min(2 * interval, max_tasks_between_retries), std::memory_order_relaxed);
 		slot.members_per_batch.store(NAN, std::memory_order_relaxed);
 		slot.batches_seen.store(0, std::memory_order_relaxed);
 		return true;
@@ -94,6 +110,7 @@ private:
 		std::atomic<double> members_per_batch{NAN};
 		std::atomic<long> tasks_not_held{0};
 		std::atomic<long> batches_seen{0};
+		std::atomic<long> retry_interval{tasks_between_retries};
 	};
 
 	static std::size_t index(const struct starpu_codelet *codelet)
@@ -110,6 +127,7 @@ private:
 			slot.members_per_batch.store(NAN, std::memory_order_relaxed);
 			slot.tasks_not_held.store(0, std::memory_order_relaxed);
 			slot.batches_seen.store(0, std::memory_order_relaxed);
+			slot.retry_interval.store(tasks_between_retries, std::memory_order_relaxed);
 			slot.codelet.store(codelet, std::memory_order_release);
 		}
 		return slot;

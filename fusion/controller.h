@@ -12,7 +12,7 @@
  *    compute as well, so those families are fused up to the target;
  *  - a task waits for a batch only while every worker of its context has
  *    queued work (admission.h) and its codelet's recent batches got at
- *    least two members (codelet_observations.h: in a narrow graph, holding
+ *    least four members (codelet_observations.h: in a narrow graph, holding
  *    only delays the critical path), unless STARPU_FUSING_HOLD=always;
  *  - a batch closes when its predicted work reaches the target, but never
  *    below min_members nor above max_members (max_members with no

@@ -29,7 +29,7 @@ const char *unfused_reason_text(UnfusedReason reason)
 	case UnfusedReason::transaction: return "in a transaction";
 	case UnfusedReason::end_dependencies: return "has end dependencies";
 	case UnfusedReason::worker_was_idle: return "ready while a worker was idle";
-	case UnfusedReason::batches_too_small: return "recent batches under 2 tasks, holding would only delay";
+	case UnfusedReason::batches_too_small: return "recent batches under 4 tasks, holding would only delay";
 	case UnfusedReason::predicted_above_target: return "predicted at or above the target";
 	case UnfusedReason::predicted_above_max_task: return "predicted above STARPU_FUSING_MAX_TASK, no batched kernel";
 	case UnfusedReason::family_not_selected: return "excluded by STARPU_FUSING_ONLY/EXCLUDE";

@@ -34,7 +34,7 @@ enum class UnfusedReason {
 	transaction,          /* StarPU 1.4 transactions may cancel the task */
 	end_dependencies,     /* see check_fusable() */
 	worker_was_idle,      /* decided at readiness: running it now is faster */
-	batches_too_small,    /* decided at readiness: its recent batches averaged under 2 members */
+	batches_too_small,    /* decided at readiness: its recent batches averaged under 4 members */
 	predicted_above_target, /* decided at readiness: coarse enough already */
 	predicted_above_max_task, /* decided at readiness: generic execution would save too little */
 	family_not_selected,  /* STARPU_FUSING_ONLY / STARPU_FUSING_EXCLUDE */

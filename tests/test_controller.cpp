@@ -58,14 +58,30 @@ static void observations_stop_holding_tiny_batches_then_retry(void **)
 	assert_int_equal(refused, CodeletObservations::tasks_between_retries - 1);
 	/* The retry forgot the sizes: holding goes on until batches say otherwise. */
 	assert_true(observations.worth_holding(&narrow));
+	/* Still tiny after the retry: the next wait is twice as long. */
 	for (long i = 0; i < CodeletObservations::batches_before_judging; i++)
-		observations.record_batch_members(&narrow, 3);
+		observations.record_batch_members(&narrow, 1);
+	refused = 0;
+	while (!observations.worth_holding(&narrow))
+		refused++;
+	assert_int_equal(refused, 2 * CodeletObservations::tasks_between_retries - 1);
+	/* Good batches reset the wait. */
+	for (long i = 0; i < CodeletObservations::batches_before_judging; i++)
+		observations.record_batch_members(&narrow, 5);
 	assert_true(observations.worth_holding(&narrow));
+	for (int i = 0; i < 12; i++)
+		observations.record_batch_members(&narrow, 1);
+	refused = 0;
+	while (!observations.worth_holding(&narrow))
+		refused++;
+	assert_int_equal(refused, CodeletObservations::tasks_between_retries - 1);
 	/* Durations are kept apart from sizes. */
 	assert_true(std::isnan(observations.member_us(&narrow)));
 	observations.record_member_us(&narrow, 40.0);
 	observations.record_member_us(&narrow, 80.0);
 	assert_true(observations.member_us(&narrow) == 50.0); /* 3/4 old + 1/4 new */
+	observations.record_member_us(&narrow, 5000.0);      /* a preempted batch: counts as 4 x 50 */
+	assert_true(observations.member_us(&narrow) == 87.5);
 }
 
 static void controller_holds_only_while_every_worker_is_busy(void **)
