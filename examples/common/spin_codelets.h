@@ -31,4 +31,16 @@ static inline void spin_and_stencil(void *buffers[], void *cl_arg)
 	*(unsigned *)STARPU_VARIABLE_GET_PTR(buffers[3]) = sum;
 }
 
+/* The same stencil on the host, for checking: steps steps over two rows
+ * of cells cells each (rows[0] holds step 0, as the programs register them). */
+static inline void stencil_on_host(unsigned *rows[2], long cells, long steps)
+{
+	for (long t = 0; t < steps; t++) {
+		const unsigned *in = rows[t % 2];
+		unsigned *out = rows[(t + 1) % 2];
+		for (long i = 0; i < cells; i++)
+			out[i] = 1 + in[(i + cells - 1) % cells] + in[i] + in[(i + 1) % cells];
+	}
+}
+
 #endif

@@ -103,11 +103,7 @@ int main(int argc, char **argv)
 		for (int r = 0; r < 2; r++)
 			for (long i = 0; i < cells; i++)
 				expected[r][i] = (unsigned)(r * cells + i);
-		for (long t = 0; t < steps; t++) {
-			unsigned *in = expected[t % 2], *out = expected[(t + 1) % 2];
-			for (long i = 0; i < cells; i++)
-				out[i] = 1 + in[(i + cells - 1) % cells] + in[i] + in[(i + 1) % cells];
-		}
+		stencil_on_host(expected, cells, steps);
 		unsigned checksum = 0;
 		for (int r = 0; r < 2 && status == 0; r++)
 			for (long i = 0; i < cells; i++) {
