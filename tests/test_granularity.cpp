@@ -125,6 +125,21 @@ void granularity_tasks_above_target_run_unfused(void **)
 	assert_int_equal(runs_in_batch.load(), 0);
 }
 
+struct starpu_codelet unpredicted_codelet = make_test_codelet(spinning_body, "unpredicted", {STARPU_RW});
+
+/* (f) Nothing predicts these tasks when they are held (no model, none has
+ * ended yet: 48 submitted in well under one 300 us task), so each batch is
+ * split over the workers: at most 16 / 2 members, never a whole batch of
+ * 16 on one worker.  Once a member is measured, 300 us tasks make batches
+ * of ceil(1000 / 300) = 4, also under the bound. */
+void granularity_unpredicted_batches_are_split(void **)
+{
+	const unsigned workers = starpu_cpu_worker_get_count();
+	run_independent(&unpredicted_codelet, 48, 300.0);
+	assert_int_equal(runs_in_batch.load(), 48);
+	assert_true(largest_batch.load() <= (16 + workers - 1) / workers);
+}
+
 /* (d) Without a model, the measured duration sizes later batches: tasks of
  * at least 250 us make batches of at most ceil(1000 / 250) = 4. */
 void granularity_online_estimate_without_model(void **)
@@ -173,7 +188,7 @@ struct starpu_codelet vector_codelet = make_test_codelet(touch_vector, "touch_ve
 
 /* (e) STARPU_FUSING_CACHE_CAP=l2: tasks each writing their own vector of
  * 0.6 x L2 close their batch at the second member (1.2 x L2 of distinct
- * data), however many are ready. */
+ * data), however many are ready (STARPU_FUSING_MAX_BATCH is 16 here). */
 void granularity_working_set_cap_closes_batches(void **)
 {
 	const std::uint64_t l2 = l2_bytes_of_first_core();
@@ -193,7 +208,8 @@ void granularity_working_set_cap_closes_batches(void **)
 		assert_true(vectors[i][0] == 1.0f);
 	}
 	assert_int_equal(runs_in_batch.load(), n); /* hold always: all fused */
-	assert_int_equal(largest_batch.load(), 2);
+	/* 16 without the cap; under load a batch may also expire at one task. */
+	assert_true(largest_batch.load() <= 2);
 }
 
 /* (a) Default hold mode: fewer than twice as many long-ish tasks as workers
@@ -242,6 +258,7 @@ int main(int argc, char **argv)
 			cmocka_unit_test_setup_teardown(granularity_tasks_above_target_run_unfused, start_starpu, stop_starpu),
 			cmocka_unit_test_setup_teardown(granularity_online_estimate_without_model, start_starpu, stop_starpu),
 			cmocka_unit_test_setup_teardown(granularity_working_set_cap_closes_batches, start_starpu, stop_starpu),
+			cmocka_unit_test_setup_teardown(granularity_unpredicted_batches_are_split, start_starpu, stop_starpu),
 		};
 		std::string group = "granularity over " + base + " (hold always)";
 		return cmocka_run_group_tests_name(group.c_str(), tests, nullptr, nullptr);
