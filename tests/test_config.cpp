@@ -28,6 +28,7 @@ static void config_defaults_when_unset(void **)
 	assert_int_equal(r.config.max_batch_tasks, 64);
 	assert_true(r.config.max_delay_us == 1000.0);
 	assert_true(r.config.max_generic_task_us == 500.0);
+	assert_int_equal(r.config.cache_cap_level, 0);
 	assert_false(r.config.print_stats);
 	assert_true(r.config.hold == Config::Hold::when_busy);
 }
@@ -36,6 +37,7 @@ static void config_reads_every_variable(void **)
 {
 	ConfigResult r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_BASE", "eager"},
 					   {"STARPU_FUSING_MAX_BATCH", "128"}, {"STARPU_FUSING_MAX_DELAY", "250us"}, {"STARPU_FUSING_MAX_TASK", "2ms"},
+					   {"STARPU_FUSING_CACHE_CAP", "l3"},
 					   {"STARPU_FUSING_STATS", "1"}, {"STARPU_FUSING_HOLD", "always"}}));
 	assert_true(r.error.empty());
 	assert_false(r.config.fusion_enabled);
@@ -43,6 +45,7 @@ static void config_reads_every_variable(void **)
 	assert_int_equal(r.config.max_batch_tasks, 128);
 	assert_true(r.config.max_delay_us == 250.0);
 	assert_true(r.config.max_generic_task_us == 2000.0);
+	assert_int_equal(r.config.cache_cap_level, 3);
 	assert_true(r.config.print_stats);
 	assert_true(r.config.hold == Config::Hold::always);
 }
@@ -74,6 +77,8 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_MAX_TASK", "big", "with a unit");
 	expect_error("STARPU_FUSING_STATS", "true", "0 or 1");
 	expect_error("STARPU_FUSING_HOLD", "sometimes", "when-busy (hold");
+	expect_error("STARPU_FUSING_CACHE_CAP", "l4", "off, l2 or l3");
+	expect_error("STARPU_FUSING_CACHE_CAP", "L2", "off, l2 or l3");
 	expect_error("STARPU_FUSING_TARGET", "fast", "from 1us to 100s");
 	expect_error("STARPU_FUSING_TARGET", "200s", "from 1us to 100s");
 	expect_error("STARPU_FUSING_MIN_BATCH", "0", "from 1 to STARPU_FUSING_MAX_BATCH (64)");
