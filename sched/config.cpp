@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 extern char **environ;
 
@@ -76,6 +78,25 @@ bool read_duration(const EnvLookup &lookup, const char *name, double min_us, dou
 	}
 	*value_us = *duration;
 	return true;
+}
+
+/* Reads the variable name, when set, into *value if its text is one of the
+ * choices; otherwise sets error, accepted saying what is.  Returns false on
+ * error. */
+template <typename Value>
+bool read_choice(const EnvLookup &lookup, const char *name, std::initializer_list<std::pair<const char *, Value>> choices,
+		 const char *accepted, Value *value, std::string &error)
+{
+	auto text = lookup(name);
+	if (!text)
+		return true;
+	for (const auto &choice : choices)
+		if (*text == choice.first) {
+			*value = choice.second;
+			return true;
+		}
+	error = invalid(name, *text, accepted);
+	return false;
 }
 
 } // namespace
@@ -165,30 +186,14 @@ ConfigResult parse_config(const EnvLookup &lookup)
 	if (!read_duration(lookup, "STARPU_FUSING_MAX_TASK", 1.0, 100e6, "from 1us to 100s", &config.max_generic_task_us, result.error))
 		return result;
 
-	if (auto text = lookup("STARPU_FUSING_CACHE_CAP")) {
-		if (*text == "off")
-			config.cache_cap_level = 0;
-		else if (*text == "l2")
-			config.cache_cap_level = 2;
-		else if (*text == "l3")
-			config.cache_cap_level = 3;
-		else {
-			result.error = invalid("STARPU_FUSING_CACHE_CAP", *text,
-					       "off, l2 or l3 (close a batch once its distinct data reaches that cache of the workers)");
-			return result;
-		}
-	}
+	if (!read_choice(lookup, "STARPU_FUSING_CACHE_CAP", {{"off", 0}, {"l2", 2}, {"l3", 3}},
+			 "off, l2 or l3 (close a batch once its distinct data reaches that cache of the workers)",
+			 &config.cache_cap_level, result.error))
+		return result;
 
-	if (auto text = lookup("STARPU_FUSING_HOLD")) {
-		if (*text == "when-busy")
-			config.hold = Config::Hold::when_busy;
-		else if (*text == "always")
-			config.hold = Config::Hold::always;
-		else {
-			result.error = invalid("STARPU_FUSING_HOLD", *text, "when-busy (hold ready tasks only while every worker has work) or always");
-			return result;
-		}
-	}
+	if (!read_choice(lookup, "STARPU_FUSING_HOLD", {{"when-busy", Config::Hold::when_busy}, {"always", Config::Hold::always}},
+			 "when-busy (hold ready tasks only while every worker has work) or always", &config.hold, result.error))
+		return result;
 
 	if (auto text = lookup("STARPU_FUSING_STATS")) {
 		auto stats = parse_switch(*text);
