@@ -45,21 +45,9 @@ if [ "$(wc -l < "$dir/tasks_size_overhead.csv")" -gt 1 ]; then
 		"$dir/tasks_size_overhead.csv" "" 2 3
 fi
 
-# Convolution: per image size, the best built-in policy at granularity 1,
-# fusing (generic and with batched kernels) at granularity 1, and the best
-# hand-coarsened granularity.
-awk -F, 'NR > 1 {
-	px = $1
-	if (!(px in seen)) { seen[px] = 1; sizes[++n] = px; builtin[px] = 1e9; hand[px] = 1e9 }
-	if ($2 == 1 && ($3 == "eager" || $3 == "lws" || $3 == "dmda") && $5 < builtin[px]) builtin[px] = $5
-	if ($2 == 1 && $3 == "fusing-generic") generic[px] = $5
-	if ($2 == 1 && $3 == "fusing-batched") batched[px] = $5
-	if ($2 > 1 && $5 < hand[px]) hand[px] = $5
-}
-END {
-	print "size \"best built-in, fine tasks\" \"fusing, fine tasks\" \"fusing + batched kernels, fine tasks\" \"best hand-coarsened\""
-	for (i = 1; i <= n; i++) printf "\"%.0fk\" %s %s %s %s\n", sizes[i] / 1000, builtin[sizes[i]], generic[sizes[i]], batched[sizes[i]], hand[sizes[i]]
-}' "$dir/conv.csv" > "$data/conv_bars.dat"
+# Convolution, per image size (conv_summary.csv, run_experiment.sh).
+awk -F, 'BEGIN { print "size \"best built-in, fine tasks\" \"fusing, fine tasks\" \"fusing + batched kernels, fine tasks\" \"best hand-coarsened\"" }
+NR > 1 { printf "\"%.0fk\" %s %s %s %s\n", $1 / 1000, $2, $3, $4, $6 }' "$dir/conv_summary.csv" > "$data/conv_bars.dat"
 render conv "set title \"Convolution layer forward pass: wall time per image size (lower is better)\" noenhanced
 set style data histograms
 set style histogram clustered gap 1

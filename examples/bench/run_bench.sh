@@ -56,7 +56,6 @@ else
 	reps=3
 	conv_args="-reps 3"
 fi
-median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 started=$(date +%s)
 
 # ---------------------------------------------------------------- machine
