@@ -55,7 +55,7 @@ public:
 		std::vector<Batch> closed;
 		for (auto it = open_.begin(); it != open_.end();) {
 			auto next = std::next(it);
-			if (!it->second.members.empty() && now_us - it->second.opened_at_us >= max_delay_us_)
+			if (now_us - it->second.opened_at_us >= max_delay_us_)
 				closed.push_back(close(it));
 			it = next;
 		}
@@ -69,7 +69,7 @@ public:
 		std::vector<Batch> closed;
 		for (auto it = open_.begin(); it != open_.end();) {
 			auto next = std::next(it);
-			if (!it->second.members.empty() && select(it->first))
+			if (select(it->first))
 				closed.push_back(close(it));
 			it = next;
 		}
@@ -81,7 +81,7 @@ public:
 	{
 		double deadline = std::numeric_limits<double>::infinity();
 		for (const auto &entry : open_)
-			if (!entry.second.members.empty() && entry.second.opened_at_us + max_delay_us_ < deadline)
+			if (entry.second.opened_at_us + max_delay_us_ < deadline)
 				deadline = entry.second.opened_at_us + max_delay_us_;
 		return deadline;
 	}
@@ -89,20 +89,23 @@ public:
 	/* Members waiting in open batches. */
 	std::size_t buffered() const { return buffered_; }
 
+	/* Batches open now (only families with members are kept). */
+	std::size_t open_batches() const { return open_.size(); }
+
 private:
 	struct Open {
 		std::vector<Member> members;
 		double opened_at_us = 0.0;
 	};
 
+	/* Closed batches leave the map: the flusher scans it on every wake-up,
+	 * and a program can have many families that each batch only now and
+	 * then. */
 	Batch close(typename std::map<Family, Open>::iterator it)
 	{
 		Batch batch{it->first, std::move(it->second.members)};
 		buffered_ -= batch.members.size();
-		/* Families come back (same codelet, next iteration): keep the node
-		 * and its capacity instead of erasing it. */
-		it->second.members = std::vector<Member>();
-		it->second.members.reserve(max_members_ < 64 ? max_members_ : 64);
+		open_.erase(it);
 		return batch;
 	}
 

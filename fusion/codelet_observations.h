@@ -103,6 +103,26 @@ public:
 		return true;
 	}
 
+	/* The base policy predicted a task of codelet (StarPU set its
+	 * `predicted`): the base consults the codelet's performance model, so
+	 * asking that model too prints or forces nothing the base would not.
+	 * Asking an uncalibrated model makes StarPU force calibration for the
+	 * whole run, and its "Too big deviation" warnings follow: under lws,
+	 * which never asks, DAHL's tests printed 26 of them with fusing. */
+	void note_base_predicts(const struct starpu_codelet *codelet)
+	{
+		Slot &slot = slots_[index(codelet)];
+		if (slot.codelet.load(std::memory_order_acquire) == codelet)
+			slot.base_predicts.store(true, std::memory_order_relaxed);
+		else
+			owned_slot(codelet).base_predicts.store(true, std::memory_order_relaxed);
+	}
+	bool base_predicts(const struct starpu_codelet *codelet) const
+	{
+		const Slot &slot = slots_[index(codelet)];
+		return slot.codelet.load(std::memory_order_acquire) == codelet && slot.base_predicts.load(std::memory_order_relaxed);
+	}
+
 private:
 	struct Slot {
 		std::atomic<const struct starpu_codelet *> codelet{nullptr};
@@ -111,6 +131,7 @@ private:
 		std::atomic<long> tasks_not_held{0};
 		std::atomic<long> batches_seen{0};
 		std::atomic<long> retry_interval{tasks_between_retries};
+		std::atomic<bool> base_predicts{false};
 	};
 
 	static std::size_t index(const struct starpu_codelet *codelet)
@@ -128,6 +149,7 @@ private:
 			slot.tasks_not_held.store(0, std::memory_order_relaxed);
 			slot.batches_seen.store(0, std::memory_order_relaxed);
 			slot.retry_interval.store(tasks_between_retries, std::memory_order_relaxed);
+			slot.base_predicts.store(false, std::memory_order_relaxed);
 			slot.codelet.store(codelet, std::memory_order_release);
 		}
 		return slot;

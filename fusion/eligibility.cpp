@@ -28,6 +28,8 @@ const char *unfused_reason_text(UnfusedReason reason)
 	case UnfusedReason::multiformat_data: return "multiformat data";
 	case UnfusedReason::transaction: return "in a transaction";
 	case UnfusedReason::end_dependencies: return "has end dependencies";
+	case UnfusedReason::no_cpu_worker_in_context: return "no CPU worker in its context";
+	case UnfusedReason::data_too_large_for_memory: return "data too large for its share of memory";
 	case UnfusedReason::worker_was_idle: return "ready while a worker was idle";
 	case UnfusedReason::batches_too_small: return "recent batches under 4 tasks, holding would only delay";
 	case UnfusedReason::predicted_above_target: return "predicted at or above the target";

@@ -1,7 +1,7 @@
 /* Which tasks may be fused, decided once per task at submission.
  *
  * Fusion is correct because a member is only taken once it is ready and its
- * termination is held back until its batch has run (DESIGN.md §3).  That
+ * termination is held back until its batch has run (doc/design.md).  That
  * argument needs task-level dependencies on every handle and a plain
  * sequential CPU implementation; anything else runs unfused, and the reason is
  * counted for STARPU_FUSING_STATS. */
@@ -33,6 +33,8 @@ enum class UnfusedReason {
 	multiformat_data,
 	transaction,          /* StarPU 1.4 transactions may cancel the task */
 	end_dependencies,     /* see check_fusable() */
+	no_cpu_worker_in_context, /* decided at readiness: no worker of its context could run a batch */
+	data_too_large_for_memory, /* decided at readiness: see the memory cap, engine.h */
 	worker_was_idle,      /* decided at readiness: running it now is faster */
 	batches_too_small,    /* decided at readiness: its recent batches averaged under 4 members */
 	predicted_above_target, /* decided at readiness: coarse enough already */

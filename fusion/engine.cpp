@@ -1,57 +1,80 @@
-/* The fusion engine; see engine.h for the life of a fused task. */
+/* The fusion engine; see engine.h. */
 #include "fusion/engine.h"
 
-#include "fusion/admission.h"
+#include "config.h"
+
 #include "fusion/batched_registry.h"
-#include "fusion/controller.h"
 #include "fusion/eligibility.h"
+#include "fusion/merged_task.h"
 #include "fusion/numa_node.h"
-#include "fusion/proxy_task.h"
 #include "fusion/worker_report.h"
 
-#include <chrono>
-#include <cstdint>
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <thread>
+#include <vector>
 
 namespace fusing {
-
-std::atomic<Engine *> active_engine{nullptr};
-
 namespace {
 
-/* Our ready prologue's argument is the task itself, or, when the
- * application had a ready prologue of its own, a ChainedPrologue tagged by
- * its lowest bit (both are at least 2-byte aligned).  Passing the task
- * spares a starpu_task_get_current() per task. */
-struct ChainedPrologue {
-	struct starpu_task *task;
-	void (*function)(void *);
-	void *arg;
-};
-
-void *prologue_arg_for(struct starpu_task *task, ChainedPrologue *chained)
+std::vector<unsigned> cpu_workers_of_machine()
 {
-	return chained ? reinterpret_cast<void *>(reinterpret_cast<std::uintptr_t>(chained) | 1u) : task;
+	std::vector<unsigned> workers;
+	for (unsigned w = 0; w < starpu_worker_get_count(); w++)
+		if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CPU_WORKER)
+			workers.push_back(w);
+	return workers;
 }
 
-ChainedPrologue *chained_prologue_in(void *arg)
+/* The smallest share of memory a CPU worker has: its memory node's total
+ * (StarPU's limit when one is set) divided among the CPU workers of that
+ * node; 0 when StarPU knows no total. */
+std::uint64_t memory_share_per_cpu_worker(const std::vector<unsigned> &cpu_workers)
 {
-	std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(arg);
-	return (bits & 1u) ? reinterpret_cast<ChainedPrologue *>(bits & ~std::uintptr_t(1)) : nullptr;
+	std::vector<unsigned> nodes;
+	for (unsigned w : cpu_workers)
+		nodes.push_back(starpu_worker_get_memory_node(w));
+	std::uint64_t smallest = 0;
+	for (unsigned node : nodes) {
+		starpu_ssize_t total = starpu_memory_get_total(node);
+		if (total <= 0)
+			continue;
+		auto workers_on_node = static_cast<std::uint64_t>(std::count(nodes.begin(), nodes.end(), node));
+		std::uint64_t share = static_cast<std::uint64_t>(total) / workers_on_node;
+		if (smallest == 0 || share < smallest)
+			smallest = share;
+	}
+	return smallest;
 }
 
-double now_us()
+std::uint64_t buffer_bytes(const BorrowedTask &task)
 {
-	using namespace std::chrono;
-	return duration<double, std::micro>(steady_clock::now().time_since_epoch()).count();
+	std::uint64_t bytes = 0;
+	for (unsigned i = 0; i < task.nbuffers(); i++)
+		bytes += starpu_data_get_size(task.handle(i));
+	return bytes;
+}
+
+/* Whether asking StarPU for model's prediction can have side effects:
+ * measured models (history, regressions) force calibration when they have
+ * too few samples; the program's own cost functions just answer. */
+bool model_may_force_calibration(const struct starpu_perfmodel *model)
+{
+	return model->type != STARPU_COMMON && model->type != STARPU_PER_ARCH
+#if HAVE_DECL_STARPU_PER_WORKER
+	       && model->type != STARPU_PER_WORKER
+#endif
+		;
 }
 
 } // namespace
 
 Engine::Engine(const Config &config)
-	: config_(config), targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks, config.max_generic_task_us},
-	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty()),
-	  buffers_(config.max_batch_tasks, config.max_delay_us)
+	: config_(config),
+	  targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks, config.max_generic_task_us},
+	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty())
 {
 	if (config_.print_stats) {
 		starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
@@ -59,175 +82,107 @@ Engine::Engine(const Config &config)
 	}
 	topology_ = describe_this_machine();
 	group_by_numa_node_ = topology_.numa_nodes > 1;
+	const std::vector<unsigned> cpu_workers = cpu_workers_of_machine();
 	if (config_.cache_cap_level != 0) {
-		std::vector<unsigned> cpu_workers;
-		for (unsigned w = 0; w < topology_.workers.size(); w++)
-			if (starpu_worker_get_type(static_cast<int>(w)) == STARPU_CPU_WORKER)
-				cpu_workers.push_back(w);
-		working_set_cap_bytes_ = topology_.smallest_cache(config_.cache_cap_level, cpu_workers);
+		caps_.working_set_bytes = topology_.smallest_cache(config_.cache_cap_level, cpu_workers);
 		/* Asked for, but impossible: say so rather than run without it silently. */
-		if (working_set_cap_bytes_ == 0)
+		if (caps_.working_set_bytes == 0)
 			std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_CACHE_CAP=l%d: the L%d cache of some CPU worker is unknown "
 				     "(workers not bound to one core, e.g. STARPU_WORKERS_NOBIND=1, or hwloc does not report it); "
 				     "batches are not capped\n", config_.cache_cap_level, config_.cache_cap_level);
 	}
-	int cpu_worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
-	if (cpu_worker >= 0)
-		cpu_perf_arch_ = starpu_worker_get_perf_archtype(cpu_worker, STARPU_NMAX_SCHED_CTXS);
-	flusher_ = std::thread([this] { flusher_loop(); });
+	const std::uint64_t share = memory_share_per_cpu_worker(cpu_workers);
+	caps_.close_at_bytes = share / 4;
+	largest_member_bytes_ = share == 0 ? std::numeric_limits<std::uint64_t>::max() : share / 4;
+	double cpu_relative_speedup = 1.0;
+	if (!cpu_workers.empty()) {
+		cpu_perf_arch_ = starpu_worker_get_perf_archtype(static_cast<int>(cpu_workers[0]), STARPU_NMAX_SCHED_CTXS);
+		cpu_relative_speedup = starpu_worker_get_relative_speedup(cpu_perf_arch_);
+	}
+	collector_ = std::make_unique<BatchCollector>(
+		targets_, config_.max_delay_us, caps_, load_, observations_,
+		[this](const struct starpu_codelet *cl) { return names_.of(cl); }, cpu_relative_speedup);
+	flusher_ = std::make_unique<Flusher>(*collector_, MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr});
 }
 
 Engine::~Engine()
 {
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		stopping_ = true;
-	}
-	flusher_wakeup_.notify_one();
-	flusher_.join();
-	if (buffers_.buffered() != 0) {
+	flusher_.reset();
+	if (selecting_by_name_)
+		warn_about_unused_names(stderr);
+	if (collector_->buffered() != 0) {
 		std::fprintf(stderr, "starpu-fusing: %zu tasks were still waiting for a batch when StarPU shut down; "
-			     "this is a bug of starpu-fusing, please report it\n", buffers_.buffered());
+			     "this is a bug of starpu-fusing, please report it\n", collector_->buffered());
 		std::abort();
 	}
 }
 
+void Engine::record_unfused(const struct starpu_codelet *cl, UnfusedReason reason)
+{
+	if (config_.print_stats)
+		stats_.record_unfused(cl, reason);
+}
+
 void Engine::on_submit(struct starpu_task *task)
 {
-	if (is_proxy_task(task))
+	if (is_merged_task(task))
 		return;
-	UnfusedReason reason = check_fusable(task);
 	if (config_.print_stats)
-		stats_.record_submitted(task->cl, task->name);
-	if (reason == UnfusedReason::none && selecting_by_name_ && !codelet_selected(config_, task->cl->name))
+		stats_.record_submitted(task->cl, names_.of(task->cl));
+	UnfusedReason reason = check_fusable(task);
+	if (reason == UnfusedReason::none && selecting_by_name_ && !codelet_selected(config_, names_.of(task->cl).c_str()))
 		reason = UnfusedReason::family_not_selected;
 	if (reason != UnfusedReason::none) {
-		if (config_.print_stats)
-			stats_.record_unfused(task->cl, reason);
+		record_unfused(task->cl, reason);
 		return;
 	}
-	ChainedPrologue *chained = nullptr;
-	if (task->prologue_callback_func)
-		chained = new ChainedPrologue{task, task->prologue_callback_func, task->prologue_callback_arg};
-	task->prologue_callback_func = on_ready;
-	task->prologue_callback_arg = prologue_arg_for(task, chained);
+	BorrowedTask::borrow_at_submission(task, *this);
 }
 
-/* StarPU calls this from _starpu_push_task when the task's dependencies are
- * satisfied, in whichever thread satisfied the last one, with no scheduler
- * lock held and starpu_task_get_current() returning the task. */
-void Engine::on_ready(void *prologue_arg)
+void Engine::on_task_ready(BorrowedTask &borrowed)
 {
-	ChainedPrologue *chained = chained_prologue_in(prologue_arg);
-	struct starpu_task *task = chained ? chained->task : static_cast<struct starpu_task *>(prologue_arg);
-	task->prologue_callback_func = chained ? chained->function : nullptr;
-	task->prologue_callback_arg = chained ? chained->arg : nullptr;
-	delete chained;
-	if (task->prologue_callback_func)
-		task->prologue_callback_func(task->prologue_callback_arg);
-
-	Engine *engine = active_engine.load(std::memory_order_acquire);
+	struct starpu_task *task = borrowed.task();
 	const unsigned ctx = task->sched_ctx;
-	double predicted_us = engine->predict_member_us(task);
-	const bool fuse_even_if_long = too_long_for_generic_execution(predicted_us, engine->targets_) &&
+	/* An end dependency declared after submission would make a third
+	 * termination call, which the hand-back (borrowed_task.h) must not
+	 * race with. */
+	if (task->nb_termination_call_required != 0)
+		return record_unfused(task->cl, UnfusedReason::end_dependencies);
+	/* A context without CPU workers could never run the batch. */
+	if (load_.cpu_workers[ctx].load(std::memory_order_relaxed) == 0)
+		return record_unfused(task->cl, UnfusedReason::no_cpu_worker_in_context);
+	const std::uint64_t bytes = buffer_bytes(borrowed);
+	if (bytes > largest_member_bytes_)
+		return record_unfused(task->cl, UnfusedReason::data_too_large_for_memory);
+
+	double predicted_us = predict_member_us(task);
+	const bool fuse_even_if_long = too_long_for_generic_execution(predicted_us, targets_) &&
 				       (batched_implementation_for(task->cl).has_value() ||
-					engine->long_tasks_seen_.fetch_add(1, std::memory_order_relaxed) % remeasure_period == 0);
-	const bool batches_form = engine->observations_.worth_holding(task->cl);
-	UnfusedReason reason = decide_hold(predicted_us, engine->targets_, fuse_even_if_long, batches_form,
-					   every_worker_has_queued_work(engine->queued_not_started_[ctx].load(std::memory_order_relaxed),
-									engine->nworkers_[ctx].load(std::memory_order_relaxed)),
-					   engine->config_.hold == Config::Hold::always);
-	if (reason != UnfusedReason::none) {
-		if (engine->config_.print_stats)
-			engine->stats_.record_unfused(task->cl, reason);
-		return;
-	}
-	/* Take it: StarPU will release its data without running it (NOWHERE)
-	 * and wait for our end-dependency release before terminating it.  The
-	 * end dependency must exist before the task can reach a batch. */
-	std::int32_t where_before_batching = task->where;
-	task->where = STARPU_NOWHERE;
-	starpu_task_end_dep_add(task, 1);
-	engine->admit(task, where_before_batching, predicted_us);
-}
+					long_tasks_seen_.fetch_add(1, std::memory_order_relaxed) % remeasure_period == 0);
+	UnfusedReason reason = decide_hold(predicted_us, targets_, fuse_even_if_long, observations_.worth_holding(task->cl),
+					   load_.every_worker_busy(ctx), config_.hold == Config::Hold::always);
+	if (reason != UnfusedReason::none)
+		return record_unfused(task->cl, reason);
 
-void Engine::close_batch(Buffers::Batch &&batch, bool split, std::vector<Buffers::Batch> &closed)
-{
-	batch.family->open_working_set.clear();
-	if (!split) {
-		observations_.record_batch_members(batch.family->key.codelet, batch.members.size());
-		closed.push_back(std::move(batch));
-		return;
-	}
-	unsigned nworkers = nworkers_[batch.family->key.sched_ctx].load(std::memory_order_relaxed);
-	auto member = batch.members.begin();
-	for (std::size_t size : split_for_workers(batch.members.size(), nworkers)) {
-		observations_.record_batch_members(batch.family->key.codelet, size);
-		closed.push_back(Buffers::Batch{batch.family, std::vector<Member>(member, member + size)});
-		member += size;
-	}
-}
-
-Family *Engine::family_locked(const struct starpu_task *task, int numa_node)
-{
-	FamilyKey key = family_of(task, numa_node);
-	if (last_family_ && !(key < last_family_->key) && !(last_family_->key < key))
-		return last_family_;
-	auto it = families_.find(key);
-	if (it == families_.end()) {
-		const char *name = task->cl->name ? task->cl->name : task->name;
-		it = families_.emplace(key, std::make_unique<Family>(key, name)).first;
-		if (cpu_perf_arch_)
-			it->second->cpu_relative_speedup = starpu_worker_get_relative_speedup(cpu_perf_arch_);
-	}
-	last_family_ = it->second.get();
-	return last_family_;
-}
-
-void Engine::admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us)
-{
-	bool wake = false;
-	/* Outside the lock: on a multi-node machine, a page query per buffer. */
+	/* Outside the collector's lock: on a multi-node machine, a page query
+	 * per buffer. */
 	const int numa_node = group_by_numa_node_ ? numa_node_of_task(task, node_of_address) : -1;
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		bool was_empty = buffers_.buffered() == 0;
-		Family *family = family_locked(task, numa_node);
-		family->predicted_member_us.store(predicted_us, std::memory_order_relaxed);
-		std::size_t limit = batch_size_for(predicted_us, targets_);
-		if (working_set_cap_bytes_ > 0) {
-			family->open_working_set.add(task);
-			if (family->open_working_set.bytes >= working_set_cap_bytes_) {
-				limit = 1; /* closes with this member */
-				if (config_.print_stats)
-					stats_.record_cache_cap_close();
-			}
-		}
-		auto full = buffers_.add(family, Member{task, where_before_batching}, now_us, limit);
-		if (full) {
-			close_batch(std::move(*full), std::isnan(predicted_us), full_batches_);
-			wake = true;
-		}
-		/* The flusher sleeps without deadline while nothing is buffered. */
-		wake = wake || was_empty;
-		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);
-	}
-	if (wake)
-		flusher_wakeup_.notify_one();
-	/* A worker may have gone idle between on_ready's check and now: it
-	 * found nothing to pop while buffered_ was still 0. */
-	const unsigned ctx = task->sched_ctx;
-	if (!every_worker_has_queued_work(queued_not_started_[ctx].load(std::memory_order_relaxed),
-					  nworkers_[ctx].load(std::memory_order_relaxed)))
+	borrowed.hold();
+	collector_->add(borrowed, family_of(borrowed, numa_node), predicted_us, bytes);
+	/* A worker may have gone idle between the busy check above and now:
+	 * it found nothing to pop while buffered() was still 0. */
+	if (!load_.every_worker_busy(ctx))
 		request_flush(ctx);
 }
 
 double Engine::predict_member_us(struct starpu_task *task)
 {
 	double predicted_us = NAN;
-	/* StarPU's own model, when the codelet has one and it is calibrated
-	 * for the CPU architecture that would run the batch. */
-	if (task->cl->model && cpu_perf_arch_) {
+	/* StarPU's own model, when asking it cannot force calibration or the
+	 * base policy asks it too (codelet_observations.h), and it answers for
+	 * the CPU architecture that would run the batch. */
+	const struct starpu_perfmodel *model = task->cl->model;
+	if (model && cpu_perf_arch_ && (!model_may_force_calibration(model) || observations_.base_predicts(task->cl))) {
 		double expected = starpu_task_expected_length(task, cpu_perf_arch_, 0);
 		if (!std::isnan(expected) && expected > 0.0)
 			predicted_us = expected;
@@ -239,30 +194,33 @@ double Engine::predict_member_us(struct starpu_task *task)
 
 void Engine::on_pushing_to_base(unsigned sched_ctx)
 {
-	queued_not_started_[sched_ctx].fetch_add(1, std::memory_order_relaxed);
+	load_.queued_not_started[sched_ctx].fetch_add(1, std::memory_order_relaxed);
 }
 
 void Engine::on_push_refused(unsigned sched_ctx)
 {
-	queued_not_started_[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
+	load_.queued_not_started[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
 }
 
 void Engine::on_task_starting(const struct starpu_task *task, unsigned sched_ctx)
 {
+	/* Set by model-aware bases when they placed the task. */
+	if (task->cl && !std::isnan(task->predicted) && !is_merged_task(task))
+		observations_.note_base_predicts(task->cl);
 	/* Tasks bound to a worker bypass push_task, so were never counted. */
 	if (task->execute_on_a_specific_worker)
 		return;
-	long queued = queued_not_started_[sched_ctx].fetch_sub(1, std::memory_order_relaxed) - 1;
-	if (buffered_.load(std::memory_order_relaxed) != 0 &&
-	    !every_worker_has_queued_work(queued, nworkers_[sched_ctx].load(std::memory_order_relaxed)))
+	load_.queued_not_started[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
+	if (collector_->buffered() != 0 && !load_.every_worker_busy(sched_ctx))
 		request_flush(sched_ctx);
 }
 
 void Engine::on_worker_found_nothing(unsigned sched_ctx)
 {
-	/* Unlocked read: a member admitted after this read sees the idle worker
-	 * through queued_not_started_ in admit() and requests the flush itself. */
-	if (buffered_.load(std::memory_order_relaxed) != 0) {
+	/* Unlocked read: a task held after this read sees the idle worker
+	 * through the context's load in on_task_ready and requests the flush
+	 * itself. */
+	if (collector_->buffered() != 0) {
 		request_flush(sched_ctx);
 		/* Give the flusher a core: StarPU's idle workers poll, and where
 		 * they and the submitting thread occupy every core, the flusher
@@ -275,17 +233,18 @@ void Engine::on_worker_found_nothing(unsigned sched_ctx)
 		idle_with_nothing_held_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Engine::print_statistics(FILE *stream) const
+void Engine::request_flush(unsigned sched_ctx)
 {
-	stats_.print(stream);
-	print_topology(stream, topology_);
-	if (working_set_cap_bytes_ > 0)
-		std::fprintf(stream, "[starpu-fusing] working-set cap (STARPU_FUSING_CACHE_CAP): %llu KiB, closed %llu batches\n",
-			     (unsigned long long)(working_set_cap_bytes_ / 1024), (unsigned long long)stats_.cache_cap_closes());
-	else
-		std::fprintf(stream, "[starpu-fusing] working-set cap (STARPU_FUSING_CACHE_CAP): off\n");
-	print_worker_report(stream, starpu_timing_now() - profiling_started_us_,
-			    idle_with_nothing_held_.load(std::memory_order_relaxed));
+	/* A worker blocking on a lock other than its sched_mutex while in a
+	 * scheduling operation must let StarPU observe it
+	 * (starpu_worker_relax_on, starpu_worker.h), as StarPU's own policies
+	 * do; other threads just take the lock. */
+	const bool worker = starpu_worker_get_id() >= 0;
+	if (worker)
+		starpu_worker_relax_on();
+	collector_->request_flush(sched_ctx);
+	if (worker)
+		starpu_worker_relax_off();
 }
 
 void Engine::flush_context(unsigned sched_ctx)
@@ -293,56 +252,49 @@ void Engine::flush_context(unsigned sched_ctx)
 	request_flush(sched_ctx);
 }
 
-void Engine::set_worker_count(unsigned sched_ctx, unsigned nworkers)
+void Engine::update_cpu_workers(unsigned sched_ctx)
 {
-	nworkers_[sched_ctx].store(nworkers, std::memory_order_relaxed);
+	unsigned cpu_workers = 0;
+	int *workers = nullptr;
+	unsigned n = starpu_sched_ctx_get_workers_list(sched_ctx, &workers);
+	for (unsigned i = 0; i < n; i++)
+		if (starpu_worker_get_type(workers[i]) == STARPU_CPU_WORKER)
+			cpu_workers++;
+	std::free(workers);
+	load_.cpu_workers[sched_ctx].store(cpu_workers, std::memory_order_relaxed);
 }
 
-void Engine::request_flush(unsigned sched_ctx)
+void Engine::warn_about_unused_names(FILE *stream) const
 {
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		flush_requested_.set(sched_ctx);
-	}
-	flusher_wakeup_.notify_one();
+	const std::vector<std::string> seen = names_.all();
+	for (const auto &list : {std::make_pair("STARPU_FUSING_ONLY", &config_.only_codelets),
+				 std::make_pair("STARPU_FUSING_EXCLUDE", &config_.exclude_codelets)})
+		for (const std::string &name : *list.second)
+			if (std::find(seen.begin(), seen.end(), name) == seen.end()) {
+				std::string known;
+				for (const std::string &other : seen)
+					known += (known.empty() ? "" : ", ") + other;
+				std::fprintf(stream, "starpu-fusing: %s names '%s', but no task of a codelet of that name was "
+					     "submitted (codelets seen: %s)\n", list.first, name.c_str(),
+					     known.empty() ? "none" : known.c_str());
+			}
 }
 
-/* The flusher thread: the only thread that submits proxies.  It holds mutex_
- * only while it picks batches, never while it calls StarPU, so that no
- * StarPU lock is ever taken under mutex_. */
-void Engine::flusher_loop()
+void Engine::print_statistics(FILE *stream) const
 {
-	std::unique_lock<std::mutex> lock(mutex_);
-	for (;;) {
-		std::vector<Buffers::Batch> closed = std::move(full_batches_);
-		full_batches_.clear();
-		if (flush_requested_.any()) {
-			auto requested = flush_requested_;
-			/* Workers ran out of work: one part per worker, so that none
-			 * of them stays idle while another runs the whole batch. */
-			for (auto &batch : buffers_.take_all([&](Family *f) { return requested.test(f->key.sched_ctx); }))
-				close_batch(std::move(batch), true, closed);
-			flush_requested_.reset();
-		}
-		for (auto &batch : buffers_.take_expired(now_us()))
-			close_batch(std::move(batch), std::isnan(batch.family->predicted_member_us.load(std::memory_order_relaxed)), closed);
-		buffered_.store(buffers_.buffered(), std::memory_order_relaxed);
-
-		if (closed.empty()) {
-			if (stopping_)
-				return;
-			double deadline_us = buffers_.next_deadline_us();
-			if (deadline_us == std::numeric_limits<double>::infinity())
-				flusher_wakeup_.wait(lock);
-			else
-				flusher_wakeup_.wait_for(lock, std::chrono::duration<double, std::micro>(deadline_us - now_us()));
-			continue;
-		}
-		lock.unlock();
-		for (auto &batch : closed)
-			submit_proxy(*batch.family, std::move(batch.members), config_.print_stats ? &stats_ : nullptr);
-		lock.lock();
-	}
+	stats_.print(stream);
+	std::fprintf(stream, "[starpu-fusing] families: %zu\n", collector_->families());
+	print_topology(stream, topology_);
+	if (caps_.working_set_bytes > 0)
+		std::fprintf(stream, "[starpu-fusing] working-set cap (STARPU_FUSING_CACHE_CAP): %llu KiB, closed %llu batches\n",
+			     (unsigned long long)(caps_.working_set_bytes / 1024), (unsigned long long)collector_->working_set_closes());
+	else
+		std::fprintf(stream, "[starpu-fusing] working-set cap (STARPU_FUSING_CACHE_CAP): off\n");
+	if (caps_.close_at_bytes > 0)
+		std::fprintf(stream, "[starpu-fusing] memory cap: batches close at %llu KiB of data, closed %llu batches\n",
+			     (unsigned long long)(caps_.close_at_bytes / 1024), (unsigned long long)collector_->memory_closes());
+	print_worker_report(stream, starpu_timing_now() - profiling_started_us_,
+			    idle_with_nothing_held_.load(std::memory_order_relaxed));
 }
 
 } // namespace fusing

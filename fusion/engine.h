@@ -1,60 +1,58 @@
-/* The fusion engine: takes ready tasks into batches and submits the batches.
+/* The ready-time fusion engine: which tasks are borrowed at submission,
+ * which ready tasks are held, and what triggers a flush.
  *
- * Life of a fused task (DESIGN.md §3), with the thread that runs each step:
- *  1. on_submit (submitting thread): if check_fusable() accepts it, install
- *     our ready prologue, chaining the application's.
- *  2. on_ready (the thread that makes it ready, no scheduler lock held): if
- *     the controller says so (controller.h), hold it: where=NOWHERE, one end
- *     dependency, and append it to its family's open batch.  Otherwise it
- *     runs unfused.  StarPU then takes its NOWHERE path: it releases the
- *     task's data and makes the first of the two termination calls.
- *  3. the flusher thread submits a proxy per closed batch (proxy_task.h),
- *     with no lock held.
- *  4. the proxy's callback releases the end dependency: the second call.
- *  5. in the member's termination (whichever of the two calls comes last),
- *     its stand-in callback restores `where` and its own callback.
- * Step 5 is where `where` comes back, not step 4, for two reasons: StarPU
- * reads task->where in the termination to skip post_exec_hook for NOWHERE
- * tasks (the base never saw the member), and a proxy whose members only read
- * can start, and finish, while StarPU is still on its way to the NOWHERE
- * check; the termination cannot complete before that check.
+ * The life of a held task, step by step with its threads, is in
+ * borrowed_task.h; collecting held tasks into batches in batch_collector.h;
+ * submitting them in flusher.h; running them in merged_task.h.  This file
+ * is the glue and the hold rule (controller.h, admission.h):
+ *  - on_submit (submitting thread, from submit_hook): eligibility
+ *    (eligibility.h) and STARPU_FUSING_ONLY/EXCLUDE; accepted tasks are
+ *    borrowed;
+ *  - on_task_ready (the readying thread): predict, apply the hold rule and
+ *    the memory cap, hold and add to the collector, or let it run unfused;
+ *  - the policy's push, pop and pre_exec hooks keep the per-context load
+ *    (admission.h) and ask for a flush when a CPU worker runs out of work;
+ *    do_schedule (starpu_task_wait_for_all and friends) flushes too.
  *
- * Batches close when full, when max_delay has passed, and as soon as a worker
- * of the context is out of queued work (admission.h). */
+ * The memory cap: a batch needs all its members' data in the memory node of
+ * the worker that runs it at once.  Under a memory limit
+ * (STARPU_LIMIT_CPU_MEM, out-of-core) a batch larger than what the node can
+ * hold would wait for memory forever (StarPU 1.4's disk/mem_reclaim hung).
+ * So that every CPU worker can run a batch at once within half the node's
+ * memory, a batch closes once its members' buffers sum to a quarter of
+ * (node memory / CPU workers), and a task whose own buffers exceed that
+ * quarter runs unfused: a batch then never exceeds half of its share. */
 #ifndef STARPU_FUSING_FUSION_ENGINE_H
 #define STARPU_FUSING_FUSION_ENGINE_H
 
-#include "fusion/batch_buffers.h"
-#include "fusion/controller.h"
-#include "fusion/family.h"
+#include "fusion/admission.h"
+#include "fusion/batch_collector.h"
+#include "fusion/borrowed_task.h"
+#include "fusion/codelet_name.h"
 #include "fusion/codelet_observations.h"
-#include "fusion/topology.h"
+#include "fusion/controller.h"
+#include "fusion/flusher.h"
 #include "fusion/stats.h"
+#include "fusion/topology.h"
 #include "sched/config.h"
 
 #include <starpu.h>
 
-#include <array>
 #include <atomic>
-#include <bitset>
-#include <condition_variable>
 #include <cstdio>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <thread>
-#include <vector>
 
 namespace fusing {
 
-class Engine {
+class Engine final : public ReadyListener {
 public:
-	/* Starts the flusher thread.  Called from the policy's first init_sched. */
+	/* Starts the flusher thread.  Called from the policy's first
+	 * init_sched, in the thread calling starpu_init (workers exist). */
 	explicit Engine(const Config &config);
 	/* Stops the flusher.  StarPU has waited for every task by then
-	 * (starpu_shutdown waits for no ready task, and buffered members count
-	 * as ready until they terminate); a task still buffered is reported and
-	 * the program aborts rather than losing it. */
+	 * (starpu_shutdown waits for every submitted task, and a held task
+	 * has not terminated); a task still held is reported and the program
+	 * aborts rather than losing it. */
 	~Engine();
 
 	/* submit_hook: the submitting thread. */
@@ -65,35 +63,28 @@ public:
 	void on_push_refused(unsigned sched_ctx);
 	/* pre_exec_hook: the worker about to run task. */
 	void on_task_starting(const struct starpu_task *task, unsigned sched_ctx);
-	/* pop_task found nothing: the worker, holding its sched_mutex. */
+	/* pop_task found nothing: the worker, in its scheduling operation (its
+	 * sched_mutex released: driver_common.c calls pop_task that way). */
 	void on_worker_found_nothing(unsigned sched_ctx);
 	/* do_schedule (starpu_task_wait_for_all and friends): close every open
 	 * batch of the context now. */
 	void flush_context(unsigned sched_ctx);
 	/* add_workers/remove_workers: the thread changing the context. */
-	void set_worker_count(unsigned sched_ctx, unsigned nworkers);
+	void update_cpu_workers(unsigned sched_ctx);
 
 	/* The fusion table, then the workers' time proportions. */
 	void print_statistics(FILE *stream) const;
 
-	/* The online estimate: mean member duration measured in batches, per
-	 * codelet.  Lock-free so that every readying thread can consult it. */
-	CodeletObservations &observations() { return observations_; }
-
 private:
-	using Buffers = BatchBuffers<Family *, Member>;
-
-	static void on_ready(void *prologue_arg);
-	void admit(struct starpu_task *task, std::int32_t where_before_batching, double predicted_us);
-	void request_flush(unsigned sched_ctx);
-	Family *family_locked(const struct starpu_task *task, int numa_node);
-	/* Appends batch to closed, split into one part per worker of its
-	 * context when split (controller.h says when), and records the sizes of
-	 * what it appended; mutex_ held. */
-	void close_batch(Buffers::Batch &&batch, bool split, std::vector<Buffers::Batch> &closed);
+	void on_task_ready(BorrowedTask &task) override;
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
 	double predict_member_us(struct starpu_task *task);
-	void flusher_loop();
+	/* Asks for the context's batches to close; from a worker, lets StarPU
+	 * observe it while it may block on the collector's mutex. */
+	void request_flush(unsigned sched_ctx);
+	void record_unfused(const struct starpu_codelet *cl, UnfusedReason reason);
+	/* One line per STARPU_FUSING_ONLY/EXCLUDE name no codelet had. */
+	void warn_about_unused_names(FILE *stream) const;
 
 	const Config config_;
 	const Targets targets_;
@@ -102,34 +93,20 @@ private:
 	double profiling_started_us_ = 0.0; /* starpu_timing_now() at start, for the worker report */
 	Topology topology_;                 /* read once, at start */
 	bool group_by_numa_node_ = false;   /* several NUMA nodes: batches keep to one */
-	std::uint64_t working_set_cap_bytes_ = 0; /* STARPU_FUSING_CACHE_CAP; 0: off or cache unknown */
-	Statistics stats_;
+	DataCaps caps_;                     /* set at start */
+	/* A task whose buffers sum to more runs unfused (the memory cap). */
+	std::uint64_t largest_member_bytes_ = 0;
+
+	Statistics stats_;          /* only fed when config_.print_stats */
+	CodeletNames names_;
 	CodeletObservations observations_;
+	ContextLoad load_;
+	std::unique_ptr<BatchCollector> collector_;
+	std::unique_ptr<Flusher> flusher_; /* last: stops before what it uses */
 
-	std::mutex mutex_;                       /* guards the fields below it, up to the atomics */
-	std::condition_variable flusher_wakeup_; /* signalled with mutex_ held or just released */
-	Buffers buffers_;
-	std::map<FamilyKey, std::unique_ptr<Family>> families_;
-	Family *last_family_ = nullptr; /* most tasks follow one of their own family */
-	std::vector<Buffers::Batch> full_batches_;
-	std::bitset<STARPU_NMAX_SCHED_CTXS> flush_requested_;
-	bool stopping_ = false;
-
-	/* Lock-free hints read on every push, pop and task start.  They steer
-	 * batching only; correctness never depends on them (the flusher's timer
-	 * closes every batch within max_delay regardless). */
-	std::atomic<std::size_t> buffered_{0};   /* copy of buffers_.buffered() */
 	std::atomic<std::uint64_t> idle_with_nothing_held_{0}; /* statistics only */
 	std::atomic<std::uint64_t> long_tasks_seen_{0}; /* too long for generic execution: remeasure_period */
-	std::array<std::atomic<long>, STARPU_NMAX_SCHED_CTXS> queued_not_started_{};
-	std::array<std::atomic<unsigned>, STARPU_NMAX_SCHED_CTXS> nworkers_{};
-
-	std::thread flusher_;
 };
-
-/* The engine of the running policy, or null when fusion is off.  Set by the
- * policy layer before any task is submitted and cleared after the last. */
-extern std::atomic<Engine *> active_engine;
 
 } // namespace fusing
 

@@ -1,25 +1,37 @@
 /* Families of tasks; see family.h. */
 #include "fusion/family.h"
 
-#include "fusion/proxy_task.h"
+#include "fusion/merged_task.h"
 
 namespace fusing {
 
-Family::Family(const FamilyKey &family_key, const char *member_name)
-	: key(family_key), proxy_name(std::string("fused:") + (member_name ? member_name : "unnamed"))
+int priority_bucket(int priority)
 {
-	init_proxy_codelet(*this);
+	if (priority == 0)
+		return 0;
+	/* |INT_MIN| does not fit an int: widen first. */
+	long long magnitude = priority < 0 ? -static_cast<long long>(priority) : priority;
+	int bucket = 1;
+	while (magnitude >>= 1)
+		bucket++;
+	return priority < 0 ? -bucket : bucket;
 }
 
-FamilyKey family_of(const struct starpu_task *task, int numa_node)
+Family::Family(const FamilyKey &family_key, const std::string &codelet_name)
+	: key(family_key), name("fused:" + codelet_name)
 {
-	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	init_merged_codelet(*this);
+}
+
+FamilyKey family_of(const BorrowedTask &task, int numa_node)
+{
 	std::uint64_t signature = 1469598103934665603ull; /* FNV-1a */
-	for (unsigned i = 0; i < nbuffers; i++) {
-		signature ^= static_cast<std::uint64_t>(STARPU_TASK_GET_MODE(task, i));
+	for (unsigned i = 0; i < task.nbuffers(); i++) {
+		signature ^= static_cast<std::uint64_t>(task.mode(i));
 		signature *= 1099511628211ull;
 	}
-	return FamilyKey{task->cl, task->sched_ctx, task->priority, nbuffers, signature, numa_node};
+	const struct starpu_task *t = task.task();
+	return FamilyKey{t->cl, t->sched_ctx, priority_bucket(t->priority), task.nbuffers(), signature, numa_node};
 }
 
 } // namespace fusing

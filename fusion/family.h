@@ -1,53 +1,66 @@
 /* A codelet family: the ready tasks that may share one batch.
  *
  * Members of one family have the same codelet, the same buffer count and
- * access modes, the same priority and the same scheduling context, so that
- * the batch is scheduled exactly as each of them would have been and a
- * batched kernel sees a uniform layout. */
+ * access modes (as recorded at their submission), a priority in the same
+ * bucket, and the same scheduling context, so that the batch is scheduled
+ * as each of them would have been and a batched kernel sees a uniform
+ * layout.  Priorities are bucketed by magnitude, not kept apart one by one:
+ * a program giving every task its own priority (Cholesky-like critical-path
+ * priorities) would otherwise get one family, and a batch of one, per task;
+ * the batch runs at the highest priority among its members. */
 #ifndef STARPU_FUSING_FUSION_FAMILY_H
 #define STARPU_FUSING_FUSION_FAMILY_H
+
+#include "fusion/borrowed_task.h"
 
 #include <starpu.h>
 
 #include <atomic>
-#include <unordered_set>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 
 namespace fusing {
+
+/* 0 for priority 0, else ±(1 + floor(log2 |priority|)): at most 64 buckets
+ * over the whole int range, and priorities 2^k .. 2^(k+1)-1 share one.
+ * Pure. */
+int priority_bucket(int priority);
 
 struct FamilyKey {
 	const struct starpu_codelet *codelet;
 	unsigned sched_ctx;
-	int priority;
+	int priority_bucket;
 	unsigned nbuffers;
 	std::uint64_t modes_signature; /* hash of the access modes, in order */
 	int numa_node;                 /* where the data lives (numa_node.h); -1 on one-node machines */
 
 	bool operator<(const FamilyKey &other) const
 	{
-		return std::tie(codelet, sched_ctx, priority, nbuffers, modes_signature, numa_node) <
-		       std::tie(other.codelet, other.sched_ctx, other.priority, other.nbuffers, other.modes_signature,
+		return std::tie(codelet, sched_ctx, priority_bucket, nbuffers, modes_signature, numa_node) <
+		       std::tie(other.codelet, other.sched_ctx, other.priority_bucket, other.nbuffers, other.modes_signature,
 				other.numa_node);
 	}
+	bool operator==(const FamilyKey &other) const { return !(*this < other) && !(other < *this); }
 };
 
-/* Reads the family of a task whose data lives on numa_node (any thread;
- * reads only the task). */
-FamilyKey family_of(const struct starpu_task *task, int numa_node);
+/* The family of a task whose data lives on numa_node (any thread; reads
+ * the task's codelet, context and priority and the modes recorded at its
+ * submission). */
+FamilyKey family_of(const BorrowedTask &task, int numa_node);
 
 /* The distinct data of a family's open batch, for the working-set cap
- * (STARPU_FUSING_CACHE_CAP); guarded by the engine's mutex_. */
+ * (STARPU_FUSING_CACHE_CAP); guarded by the collector's mutex. */
 struct WorkingSet {
 	std::unordered_set<starpu_data_handle_t> handles;
 	std::size_t bytes = 0;
 
-	void add(const struct starpu_task *task)
+	void add(const BorrowedTask &task)
 	{
-		for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++) {
-			starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
+		for (unsigned i = 0; i < task.nbuffers(); i++) {
+			starpu_data_handle_t handle = task.handle(i);
 			if (handles.insert(handle).second)
 				bytes += starpu_data_get_size(handle);
 		}
@@ -60,37 +73,36 @@ struct WorkingSet {
 };
 
 /* One per FamilyKey, created on first use and kept until the engine stops,
- * because proxies point at proxy_codelet and proxy_name. */
+ * because merged tasks point at merged_codelet and name until StarPU
+ * destroys them, which nothing tells us about. */
 struct Family {
-	explicit Family(const FamilyKey &key, const char *member_name);
+	Family(const FamilyKey &key, const std::string &codelet_name);
 
 	FamilyKey key;
-	std::string proxy_name;            /* "fused:<codelet>", shown in traces */
-	struct starpu_codelet proxy_codelet;                    /* with proxy_model */
-	struct starpu_codelet proxy_codelet_without_prediction; /* no model */
+	std::string name;                  /* "fused:<codelet family name>", shown in traces */
+	struct starpu_codelet merged_codelet;                    /* with merged_model */
+	struct starpu_codelet merged_codelet_without_prediction; /* no model */
 	/* Gives the base policy the batch's predicted duration (dmda & co). */
-	struct starpu_perfmodel proxy_model;
+	struct starpu_perfmodel merged_model;
 
 	/* The prediction used for the family's latest held task (StarPU's
 	 * model when calibrated, else the measured estimate); written under
-	 * the engine's mutex_, read when a proxy is built: a hint. */
+	 * the collector's mutex, read when a merged task is built: a hint. */
 	std::atomic<double> predicted_member_us{NAN};
 	/* StarPU divides a STARPU_COMMON cost by the architecture's relative
 	 * speedup (common_task_expected_perf in src/core/perfmodel/perfmodel.c);
-	 * member predictions are already for the CPU, so the proxy's cost
+	 * member predictions are already for the CPU, so the merged task's cost
 	 * function multiplies it back.  Set once, at creation. */
 	double cpu_relative_speedup = 1.0;
 	/* Set by the worker that ran one of the family's batches, once its
 	 * duration is measured; read when batches are sized (controller.h). */
 	std::atomic<bool> batch_measured{false};
-	/* Only filled when the working-set cap is on. */
+	/* The open batch's data, guarded by the collector's mutex: distinct
+	 * handles only when the working-set cap is on; the sum of the members'
+	 * buffer sizes (shared handles counted each time, an upper bound)
+	 * always, for the memory cap. */
 	WorkingSet open_working_set;
-};
-
-/* A task taken into a batch, with what must be restored before it terminates. */
-struct Member {
-	struct starpu_task *task;
-	std::int32_t where_before_batching;
+	std::uint64_t open_bytes_bound = 0;
 };
 
 } // namespace fusing

@@ -5,14 +5,12 @@
 
 namespace fusing {
 
-void Statistics::record_submitted(const struct starpu_codelet *cl, const char *task_name)
+void Statistics::record_submitted(const struct starpu_codelet *cl, const std::string &name)
 {
 	std::lock_guard<std::mutex> lock(mutex_);
 	PerCodelet &entry = per_codelet_[cl];
-	if (entry.name.empty()) {
-		const char *name = cl && cl->name ? cl->name : task_name;
-		entry.name = name ? name : (cl ? "(unnamed codelet)" : "(no codelet)");
-	}
+	if (entry.name.empty())
+		entry.name = name;
 	entry.submitted++;
 }
 

@@ -21,8 +21,9 @@ namespace fusing {
 
 class Statistics {
 public:
-	/* A task of codelet cl was submitted (any thread). */
-	void record_submitted(const struct starpu_codelet *cl, const char *task_name);
+	/* A task of codelet cl, known as name (codelet_name.h), was submitted
+	 * (any thread). */
+	void record_submitted(const struct starpu_codelet *cl, const std::string &name);
 	/* It will run unfused, for reason (submitting or readying thread). */
 	void record_unfused(const struct starpu_codelet *cl, UnfusedReason reason);
 	/* A batch of size members of cl ran in exec_us, predicted at

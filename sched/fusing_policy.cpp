@@ -1,13 +1,17 @@
 /* The `fusing` policy layer; see fusing_policy.h.
  *
  * Every function here is a StarPU scheduler callback: it runs in whatever
- * thread StarPU calls it from, with the locks StarPU's contract states
- * (include/starpu_scheduler.h): pop_task with the worker's sched_mutex held,
- * the others with no scheduler lock of ours. */
+ * thread StarPU calls it from.  None holds a scheduler lock on entry:
+ * include/starpu_scheduler.h says pop_task runs with the worker's
+ * sched_mutex held, but _starpu_get_worker_task (driver_common.c, 1.3 and
+ * 1.4) releases it before calling pop_task and keeps the worker in a
+ * scheduling operation instead, which is why the engine relaxes before it
+ * blocks there (engine.cpp, request_flush). */
 #include "sched/fusing_policy.h"
 
 #include "fusion/engine.h"
 
+#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -24,6 +28,10 @@ struct starpu_sched_policy fusing_policy;
 std::mutex lifetime_mutex;                /* guards the two fields below */
 std::unique_ptr<Engine> engine;
 unsigned contexts_using_policy = 0;
+/* The engine for callbacks, which must not take lifetime_mutex on every
+ * task: set before StarPU can submit a task to a context of ours and
+ * cleared after the last context is gone. */
+std::atomic<Engine *> active_engine{nullptr};
 
 Engine *current_engine()
 {
@@ -33,7 +41,7 @@ Engine *current_engine()
 void update_worker_count(unsigned sched_ctx)
 {
 	if (Engine *e = current_engine())
-		e->set_worker_count(sched_ctx, starpu_sched_ctx_get_nworkers(sched_ctx));
+		e->update_cpu_workers(sched_ctx);
 }
 
 void init_sched(unsigned sched_ctx)
