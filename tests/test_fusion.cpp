@@ -10,6 +10,7 @@
  * exists to catch) with a message naming it, instead of hanging make check. */
 #include "starpu_fusing.h"
 #include "tests/cmocka.hpp"
+#include "tests/policy_test.hpp"
 #include "tests/test_codelets.hpp"
 
 #include <starpu.h>
@@ -26,7 +27,6 @@
 namespace {
 
 bool every_task_held = true;   /* STARPU_FUSING_HOLD=always */
-const char *running_test = "";
 bool starpu_running = false;
 
 /* Written by codelets in worker threads. */
@@ -123,19 +123,9 @@ void accumulate(void *buffers[], void *cl_arg)
 struct starpu_codelet accumulate_codelet =
 	make_test_codelet(accumulate, "accumulate", {static_cast<enum starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE)});
 
-void on_watchdog(int)
-{
-	const char prefix[] = "test_fusion: timed out (deadlock?) in test ";
-	(void)!write(2, prefix, sizeof(prefix) - 1);
-	(void)!write(2, running_test, std::strlen(running_test));
-	(void)!write(2, "\n", 1);
-	_exit(1);
-}
-
 int start_starpu(void **state)
 {
-	running_test = static_cast<const char *>(*state ? *state : "");
-	alarm(120);
+	watchdog_arm(static_cast<const char *>(*state ? *state : ""), 120);
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
 	conf.sched_policy = starpu_fusing_policy();
@@ -154,7 +144,7 @@ int stop_starpu(void **)
 	if (starpu_running)
 		starpu_shutdown();
 	starpu_running = false;
-	alarm(0);
+	watchdog_disarm();
 	return 0;
 }
 
@@ -468,16 +458,18 @@ void fusion_read_only_members(void **)
 	expect_all_fused(n + 2);
 }
 
-void fusion_priorities_kept_apart(void **)
+/* Tasks with as many distinct priorities as tasks still share batches
+ * (priorities are bucketed: family.h), and every task runs once. */
+void fusion_distinct_priorities_share_batches(void **)
 {
-	const long n = 400;
+	const long n = 2000;
 	std::vector<long> values(n, 0);
 	std::vector<starpu_data_handle_t> handles(n);
 	std::vector<Arg> args(n);
 	for (long i = 0; i < n; i++) {
 		handles[i] = register_long(&values[i]);
 		struct starpu_task *task = make_task(&increment_codelet, &args[i], {handles[i]});
-		task->priority = static_cast<int>(i % 4);
+		task->priority = static_cast<int>(i) - static_cast<int>(n / 2);
 		submit(task);
 	}
 	starpu_task_wait_for_all();
@@ -486,6 +478,8 @@ void fusion_priorities_kept_apart(void **)
 		assert_int_equal(values[i], 1);
 	}
 	expect_all_fused(n);
+	if (every_task_held)
+		assert_true(largest_batch.load() >= 2);
 }
 
 void fusion_mixed_with_unfusable_tasks(void **)
@@ -584,6 +578,90 @@ void fusion_end_of_dag_shutdown(void **)
 	expect_all_fused(6);
 }
 
+/* Held tasks terminate in the worker that ran their batch, never inside the
+ * program's starpu_task_submit: a program may hold its own lock around
+ * starpu_task_submit and take it in a callback, as StarPU allows under every
+ * policy.  Readers of one handle are ready as soon as they are submitted, so
+ * the submitting thread is where StarPU's NOWHERE path runs for them.  The
+ * same task structures are then submitted again without starpu_task_init:
+ * StarPU's end-dependency counter must be back to 0 after each termination
+ * (had it ended at UINT_MAX, a resubmitted task would never terminate and
+ * the watchdog would fire). */
+thread_local bool inside_submit = false;
+std::atomic<long> callbacks_inside_submit{0};
+std::atomic<long> callbacks_run{0};
+
+void callback_checking_thread(void *)
+{
+	callbacks_run++;
+	if (inside_submit)
+		callbacks_inside_submit++;
+}
+
+void fusion_callbacks_never_run_inside_submit(void **)
+{
+	const long n = 256, rounds = 80;
+	long value = 0;
+	starpu_data_handle_t handle = register_long(&value);
+	std::vector<Arg> args(n);
+	std::vector<struct starpu_task *> tasks(n);
+	for (long i = 0; i < n; i++) {
+		args[i].expected_before = 0;
+		tasks[i] = make_task(&read_only_codelet, &args[i], {handle});
+		tasks[i]->callback_func = callback_checking_thread;
+		tasks[i]->detach = 0;
+		tasks[i]->destroy = 0;
+	}
+	callbacks_inside_submit = callbacks_run = 0;
+	for (long round = 0; round < rounds; round++) {
+		for (long i = 0; i < n; i++) {
+			inside_submit = true;
+			int ret = starpu_task_submit(tasks[i]);
+			inside_submit = false;
+			assert_int_equal(ret, 0);
+		}
+		for (long i = 0; i < n; i++) {
+			assert_int_equal(starpu_task_wait(tasks[i]), 0);
+			assert_int_equal(tasks[i]->nb_termination_call_required, 0);
+		}
+	}
+	for (long i = 0; i < n; i++)
+		starpu_task_destroy(tasks[i]);
+	starpu_data_unregister(handle);
+	assert_int_equal(callbacks_run.load(), n * rounds);
+	assert_int_equal(callbacks_inside_submit.load(), 0);
+	expect_all_fused(n * rounds);
+}
+
+/* A context without CPU workers holds nothing: no worker of it could run a
+ * batch (with GPUs only, the batch would never run; this machine has none,
+ * so the test uses a context created empty, which gets its workers later). */
+void fusion_context_without_cpu_workers_holds_nothing(void **)
+{
+	unsigned ctx = starpu_sched_ctx_create(nullptr, 0, "no workers yet", STARPU_SCHED_CTX_POLICY_STRUCT,
+					       starpu_fusing_policy(), 0);
+	const long n = 64;
+	std::vector<long> values(n, 0);
+	std::vector<starpu_data_handle_t> handles(n);
+	std::vector<Arg> args(n);
+	for (long i = 0; i < n; i++) {
+		handles[i] = register_long(&values[i]);
+		struct starpu_task *task = make_task(&increment_codelet, &args[i], {handles[i]});
+		assert_int_equal(starpu_task_submit_to_ctx(task, ctx), 0);
+	}
+	int workers[STARPU_NMAXWORKERS];
+	int nworkers = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, workers, STARPU_NMAXWORKERS);
+	starpu_sched_ctx_add_workers(workers, static_cast<unsigned>(nworkers), ctx);
+	starpu_task_wait_for_all_in_ctx(ctx);
+	for (long i = 0; i < n; i++) {
+		starpu_data_unregister(handles[i]);
+		assert_int_equal(values[i], 1);
+	}
+	starpu_sched_ctx_delete(ctx);
+	assert_int_equal(violations.load(), 0);
+	assert_int_equal(runs_in_batch.load(), 0);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -592,29 +670,16 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "usage: %s BASE[.fusion]\n", argv[0]);
 		return 99;
 	}
-	std::string base = argv[1];
-	base = base.substr(base.find_last_of('/') + 1);
-	if (base.size() > 7 && base.compare(base.size() - 7, 7, ".fusion") == 0)
-		base.resize(base.size() - 7);
-	const std::string when_busy = "-when-busy";
-	if (base.size() > when_busy.size() && base.compare(base.size() - when_busy.size(), when_busy.size(), when_busy) == 0) {
-		base.resize(base.size() - when_busy.size());
-		every_task_held = false;
-	}
-	/* The test chooses its policy itself. */
-	unsetenv("STARPU_SCHED");
-	setenv("STARPU_FUSING_BASE", base.c_str(), 1);
+	const TestedPolicy tested = tested_policy_from_file(argv[1], ".fusion");
+	every_task_held = tested.hold_always;
+	configure_tested_policy(tested);
 	setenv("STARPU_FUSING_MAX_BATCH", "16", 1);
 	if (every_task_held) {
-		setenv("STARPU_FUSING_HOLD", "always", 1);
 		/* expect_all_fused: a one-member batch of a chain whose worker was
 		 * preempted (2 cores, 4 threads) can look longer than the default
 		 * STARPU_FUSING_MAX_TASK and leave tasks unfused by design. */
 		setenv("STARPU_FUSING_MAX_TASK", "100s", 1);
-	} else {
-		unsetenv("STARPU_FUSING_HOLD");
 	}
-	std::signal(SIGALRM, on_watchdog);
 
 #define FUSION_TEST(name) cmocka_unit_test_prestate_setup_teardown(name, start_starpu, stop_starpu, (void *)#name)
 	const struct CMUnitTest tests[] = {
@@ -628,13 +693,15 @@ int main(int argc, char **argv)
 		FUSION_TEST(fusion_callbacks_run_once_after_the_body),
 		FUSION_TEST(fusion_task_wait_on_a_member),
 		FUSION_TEST(fusion_read_only_members),
-		FUSION_TEST(fusion_priorities_kept_apart),
+		FUSION_TEST(fusion_distinct_priorities_share_batches),
 		FUSION_TEST(fusion_mixed_with_unfusable_tasks),
 		FUSION_TEST(fusion_end_of_dag_wait_for_all),
 		FUSION_TEST(fusion_end_of_dag_data_acquire),
 		FUSION_TEST(fusion_end_of_dag_data_unregister),
 		FUSION_TEST(fusion_end_of_dag_shutdown),
+		FUSION_TEST(fusion_callbacks_never_run_inside_submit),
+		FUSION_TEST(fusion_context_without_cpu_workers_holds_nothing),
 	};
-	std::string group = "fusing over " + base + (every_task_held ? " (hold always)" : " (hold when busy)");
+	std::string group = "fusing over " + tested.base + (every_task_held ? " (hold always)" : " (hold when busy)");
 	return cmocka_run_group_tests_name(group.c_str(), tests, nullptr, nullptr);
 }
