@@ -195,6 +195,14 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			 "when-busy (hold ready tasks only while every worker has work) or always", &config.hold, result.error))
 		return result;
 
+	for (const std::string &name : config.only_codelets)
+		for (const std::string &excluded : config.exclude_codelets)
+			if (name == excluded) {
+				result.error = "starpu-fusing: codelet '" + name + "' is in both STARPU_FUSING_ONLY and STARPU_FUSING_EXCLUDE: "
+					       "name it in one of them";
+				return result;
+			}
+
 	if (auto text = lookup("STARPU_FUSING_STATS")) {
 		auto stats = parse_switch(*text);
 		if (!stats) {
@@ -202,6 +210,21 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			return result;
 		}
 		config.print_stats = *stats;
+	}
+
+	/* StarPU throttles submission when both limits are set (1.3 and 1.4,
+	 * _starpu_task_submit): starpu_task_submit then waits until few enough
+	 * tasks are submitted.  Held tasks count as submitted until their batch
+	 * has run, and the flusher submits that batch: it would wait for them,
+	 * and they for it. */
+	auto max_submitted = lookup("STARPU_LIMIT_MAX_SUBMITTED_TASKS");
+	auto min_submitted = lookup("STARPU_LIMIT_MIN_SUBMITTED_TASKS");
+	if (config.fusion_enabled && max_submitted && min_submitted) {
+		result.error = "starpu-fusing: STARPU_LIMIT_MAX_SUBMITTED_TASKS='" + *max_submitted +
+			       "' with STARPU_LIMIT_MIN_SUBMITTED_TASKS='" + *min_submitted +
+			       "' cannot work with fusion (tasks waiting for a batch count as submitted, and StarPU would "
+			       "block the submission of their batch): unset them, or set STARPU_FUSING=0";
+		return result;
 	}
 
 	return result;

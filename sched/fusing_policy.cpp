@@ -160,6 +160,11 @@ struct starpu_task *pop_every_task(unsigned sched_ctx)
 const char *const fusing_policy_description =
 	"fuses small ready tasks of one codelet into batches, over STARPU_FUSING_BASE (default lws)";
 
+bool fusion_is_running()
+{
+	return current_engine() != nullptr;
+}
+
 struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base_policy, const Config &config)
 {
 	base = base_policy;

@@ -27,6 +27,9 @@ extern const char *const fusing_policy_description;
  * before StarPU initialises (the result is what StarPU copies). */
 struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base, const Config &config);
 
+/* Whether a context of `fusing` runs with fusion on now; any thread. */
+bool fusion_is_running();
+
 } // namespace fusing
 
 #endif

@@ -11,9 +11,12 @@
  *
  * starpu_sched_ctx_create is variadic with no va_list twin, so the call is
  * rebuilt with libffi, each argument with the type StarPU reads it as
- * (_starpu_sched_ctx_create's va_arg loop, src/core/sched_ctx.c).  An
- * argument tag we do not know stops the program with a message: guessing its
- * type could corrupt the call. */
+ * (starpu_sched_ctx_create's va_arg loop, src/core/sched_ctx.c).  Every call
+ * is re-issued this way, whatever STARPU_SCHED says: a variadic call cannot
+ * be passed on without knowing its arguments.  This build knows every tag of
+ * the StarPU line it was built for; on any other tag StarPU itself aborts
+ * ("Unrecognized argument"), and so does this, saying so, rather than guess
+ * the argument's type. */
 #include "sched/policy_selection.h"
 #include "starpu_fusing.h"
 
@@ -111,10 +114,9 @@ extern "C" FUSING_PUBLIC unsigned starpu_sched_ctx_create(int *workerids_ctx, in
 			arguments.push_back(int_argument(va_arg(varg_list, int)));
 			break;
 		default:
-			std::fprintf(stderr, "starpu-fusing: starpu_sched_ctx_create(\"%s\") got argument tag %d, which "
-				     "starpu-fusing does not know; run without LD_PRELOAD of starpu-fusing\n",
-				     sched_ctx_name ? sched_ctx_name : "", tag);
-			std::exit(EXIT_FAILURE);
+			std::fprintf(stderr, "starpu-fusing: starpu_sched_ctx_create(\"%s\"): unrecognized argument tag %d "
+				     "(StarPU aborts on it as well)\n", sched_ctx_name ? sched_ctx_name : "", tag);
+			std::abort();
 		}
 	}
 	va_end(varg_list);

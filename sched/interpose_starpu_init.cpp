@@ -1,14 +1,23 @@
-/* Selecting `fusing` with STARPU_SCHED on StarPU 1.3, which cannot load
- * policies from a library.
+/* Selecting `fusing` on StarPU 1.3, which cannot load policies from a
+ * library.
  *
  * Preloaded (LD_PRELOAD), this definition of starpu_initialize() comes before
- * StarPU's; starpu_init() reaches it through StarPU's PLT.  When STARPU_SCHED
- * is "fusing" it hands StarPU a copy of the program's configuration whose
- * sched_policy is ours.  STARPU_SCHED is hidden during the real call: StarPU
- * looks the name up before sched_policy (_starpu_select_sched_policy in
- * src/core/sched_policy.c) and would print "scheduling policy 'fusing' was
- * not found".  Runs in the thread calling starpu_init, before StarPU starts
- * any thread, so changing the environment is safe. */
+ * StarPU's; starpu_init() reaches it through StarPU's PLT.  When the program
+ * asks for `fusing` the way it would ask for a built-in policy — STARPU_SCHED,
+ * or else starpu_conf::sched_policy_name — it hands StarPU a copy of the
+ * program's configuration whose sched_policy is ours.  That follows StarPU's
+ * own precedence (_starpu_conf_check_environment and
+ * _starpu_select_sched_policy, src/core/workers.c and sched_policy.c, 1.3
+ * and 1.4): a STARPU_SCHED naming a policy StarPU knows wins over the
+ * configuration, including over an explicit sched_policy; StarPU 1.4 finds
+ * `fusing` by name through STARPU_SCHED_LIB and behaves the same.
+ *
+ * StarPU would also look the name "fusing" up among its own policies and
+ * print "scheduling policy 'fusing' was not found".  It reads STARPU_SCHED
+ * through its exported starpu_getenv(), which it calls through its PLT too:
+ * the definition below answers "unset" for STARPU_SCHED in the thread
+ * running our starpu_initialize, and only while it runs, so the process
+ * environment is never changed under other threads' getenv(). */
 #include "sched/policy_selection.h"
 #include "starpu_fusing.h"
 
@@ -17,23 +26,51 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+
+namespace {
+
+/* Set only by the thread inside our starpu_initialize. */
+thread_local bool hiding_starpu_sched = false;
+
+template <typename Function>
+Function starpu_own(const char *name)
+{
+	Function function = reinterpret_cast<Function>(dlsym(RTLD_NEXT, name));
+	if (!function) {
+		std::fprintf(stderr, "starpu-fusing: cannot find StarPU's %s: %s\n", name, dlerror());
+		std::exit(EXIT_FAILURE);
+	}
+	return function;
+}
+
+bool names_fusing(const char *name)
+{
+	return name && std::strcmp(name, "fusing") == 0;
+}
+
+} // namespace
+
+extern "C" FUSING_PUBLIC char *starpu_getenv(const char *name)
+{
+	using Getenv = char *(*)(const char *);
+	static const Getenv real_getenv = starpu_own<Getenv>("starpu_getenv");
+	if (hiding_starpu_sched && std::strcmp(name, "STARPU_SCHED") == 0)
+		return nullptr;
+	return real_getenv(name);
+}
 
 extern "C" FUSING_PUBLIC int starpu_initialize(struct starpu_conf *user_conf, int *argc, char ***argv)
 {
 	using Initialize = int (*)(struct starpu_conf *, int *, char ***);
-	Initialize real_initialize = reinterpret_cast<Initialize>(dlsym(RTLD_NEXT, "starpu_initialize"));
-	if (!real_initialize) {
-		std::fprintf(stderr, "starpu-fusing: cannot find StarPU's starpu_initialize: %s\n", dlerror());
-		std::exit(EXIT_FAILURE);
-	}
+	static const Initialize real_initialize = starpu_own<Initialize>("starpu_initialize");
 
 	const char *requested = std::getenv("STARPU_SCHED");
 	if (requested && std::strcmp(requested, "help") == 0) {
 		std::fprintf(stderr, "\n(policies added by starpu-fusing)\n");
 		fusing::print_policy_help_line(stderr);
 	}
-	if (!requested || std::strcmp(requested, "fusing") != 0)
+	const bool asked = requested ? names_fusing(requested) : (user_conf && names_fusing(user_conf->sched_policy_name));
+	if (!asked)
 		return real_initialize(user_conf, argc, argv);
 
 	struct starpu_conf conf;
@@ -44,9 +81,8 @@ extern "C" FUSING_PUBLIC int starpu_initialize(struct starpu_conf *user_conf, in
 	conf.sched_policy = fusing::policy_from_environment_or_exit();
 	conf.sched_policy_name = nullptr;
 
-	std::string saved(requested);
-	unsetenv("STARPU_SCHED");
+	hiding_starpu_sched = true;
 	int ret = real_initialize(&conf, argc, argv);
-	setenv("STARPU_SCHED", saved.c_str(), 1);
+	hiding_starpu_sched = false;
 	return ret;
 }

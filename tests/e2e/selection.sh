@@ -5,9 +5,17 @@
 #  - STARPU_SCHED=help under the launcher lists fusing;
 #  - each malformed STARPU_FUSING_* value and an unknown base stop the program
 #    at StarPU initialisation with exactly one line naming the variable, the
-#    value and what is accepted, and exit status 1.
+#    value and what is accepted, and exit status 1; so do settings that cannot
+#    work together (StarPU's submission throttling, a codelet both selected
+#    and excluded);
+#  - STARPU_FUSING_ONLY naming no codelet gets a warning at shutdown;
+#  - the other ways a program selects a policy (tests/selection_probe.c): the
+#    environment is never changed under the program's threads, the
+#    configuration's sched_policy_name, StarPU's precedence of STARPU_SCHED
+#    over an explicit sched_policy, contexts created by policy name, and (on
+#    StarPU 1.4) submission limits set at run time.
 # Environment (set by make check): STARPU_EXAMPLES_DIR, FUSING_LAUNCHER,
-# STARPU_FUSING_LIBRARY.
+# STARPU_FUSING_LIBRARY, SELECTION_PROBE.
 set -u
 program="$STARPU_EXAMPLES_DIR/incrementer"
 if [ ! -x "$program" ]; then
@@ -39,36 +47,84 @@ STARPU_FUSING_HOLD=always STARPU_FUSING_STATS=1 STARPU_FUSING_EXCLUDE=other,incr
 [ "$(fused_increments)" = 0 ] || fail "STARPU_FUSING_EXCLUDE=other,increment still fused increment tasks"
 grep -q "excluded by STARPU_FUSING_ONLY/EXCLUDE: 5" "$err" || fail "exclusions not counted in the statistics"
 
+# A name no codelet had: the run works, and says so once at shutdown.
+STARPU_FUSING_ONLY=incremnt "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+[ "$?" = 0 ] || fail "STARPU_FUSING_ONLY=incremnt: the run failed"
+grep -q "STARPU_FUSING_ONLY names 'incremnt', but no task of a codelet of that name was submitted (codelets seen: .*increment" "$err" ||
+	fail "STARPU_FUSING_ONLY=incremnt: no warning naming the codelets seen"
+
 # Bad configuration: one line, naming variable and value, exit status 1.
-check_rejected() { # VARIABLE VALUE EXPECTED_FRAGMENT
-	env "$1=$2" "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+check_rejected() { # EXPECTED_FRAGMENT VARIABLE=VALUE...
+	expected=$1
+	shift
+	env "$@" timeout 60 "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
 	status=$?
 	lines=$(wc -l < "$err")
+	variable=${1%%=*}
 	if [ "$status" != 1 ]; then
-		fail "$1='$2': exit status $status, expected 1"
+		fail "$*: exit status $status, expected 1"
 	elif [ "$lines" != 1 ]; then
-		fail "$1='$2': $lines lines on stderr, expected 1"
-	elif ! grep -q -F "$1" "$err" || ! grep -q -F "$3" "$err"; then
-		fail "$1='$2': message does not name the variable and '$3'"
+		fail "$*: $lines lines on stderr, expected 1"
+	elif ! grep -q -F "$variable" "$err" || ! grep -q -F "$expected" "$err"; then
+		fail "$*: message does not name $variable and '$expected'"
 	else
-		echo "ok   $1='$2' -> $(cat "$err")"
+		echo "ok   $* -> $(cat "$err")"
 	fi
 }
-check_rejected STARPU_FUSING_BASE nosuchpolicy "'nosuchpolicy': expected one of StarPU's predefined policies: "
-check_rejected STARPU_FUSING_BASE pheft "'pheft': fusing cannot layer over itself or over parallel-task policies"
-check_rejected STARPU_FUSING_BASE fusing "'fusing': fusing cannot layer over itself"
-check_rejected STARPU_FUSING yes "'yes': expected 0"
-check_rejected STARPU_FUSING_MAX_BATCH 0 "from 1 to 4096"
-check_rejected STARPU_FUSING_MAX_DELAY 5 "with a unit"
-check_rejected STARPU_FUSING_HOLD never "when-busy"
-check_rejected STARPU_FUSING_MAX_TASK 1e3 "with a unit"
-check_rejected STARPU_FUSING_CACHE_CAP l4 "off, l2 or l3"
-check_rejected STARPU_FUSING_STATS on "0 or 1"
-check_rejected STARPU_FUSING_TARGET 100 "with a unit"
-check_rejected STARPU_FUSING_MIN_BATCH 65 "from 1 to STARPU_FUSING_MAX_BATCH (64)"
-check_rejected STARPU_FUSING_ONLY "a,,b" "comma-separated codelet names"
-check_rejected STARPU_FUSING_EXCLUDE "" "comma-separated codelet names"
-check_rejected STARPU_FUSING_MAXBATCH 8 "unknown variable STARPU_FUSING_MAXBATCH"
+check_rejected "'nosuchpolicy': expected one of StarPU's predefined policies: " STARPU_FUSING_BASE=nosuchpolicy
+check_rejected "'pheft': fusing cannot layer over itself or over parallel-task policies" STARPU_FUSING_BASE=pheft
+check_rejected "'fusing': fusing cannot layer over itself" STARPU_FUSING_BASE=fusing
+check_rejected "'yes': expected 0" STARPU_FUSING=yes
+check_rejected "from 1 to 4096" STARPU_FUSING_MAX_BATCH=0
+check_rejected "with a unit" STARPU_FUSING_MAX_DELAY=5
+check_rejected "when-busy" STARPU_FUSING_HOLD=never
+check_rejected "with a unit" STARPU_FUSING_MAX_TASK=1e3
+check_rejected "off, l2 or l3" STARPU_FUSING_CACHE_CAP=l4
+check_rejected "0 or 1" STARPU_FUSING_STATS=on
+check_rejected "with a unit" STARPU_FUSING_TARGET=100
+check_rejected "from 1 to STARPU_FUSING_MAX_BATCH (64)" STARPU_FUSING_MIN_BATCH=65
+check_rejected "comma-separated codelet names" STARPU_FUSING_ONLY=a,,b
+check_rejected "comma-separated codelet names" STARPU_FUSING_EXCLUDE=
+check_rejected "unknown variable STARPU_FUSING_MAXBATCH" STARPU_FUSING_MAXBATCH=8
+check_rejected "'increment' is in both STARPU_FUSING_ONLY and STARPU_FUSING_EXCLUDE" STARPU_FUSING_ONLY=increment STARPU_FUSING_EXCLUDE=increment
+check_rejected "cannot work with fusion" STARPU_LIMIT_MAX_SUBMITTED_TASKS=20 STARPU_LIMIT_MIN_SUBMITTED_TASKS=10
+
+# The other ways of selecting a policy.
+probe() { # EXPECTED_POLICY MODE [VARIABLE=VALUE...]: runs the probe preloaded
+	expected=$1 mode=$2
+	shift 2
+	env "$@" LD_PRELOAD="$STARPU_FUSING_LIBRARY" STARPU_SCHED_LIB="$STARPU_FUSING_LIBRARY" \
+		timeout 60 "$SELECTION_PROBE" "$mode" >"$err" 2>&1
+	status=$?
+	if [ "$status" = 77 ]; then
+		echo "skip $mode: $(head -n 1 "$err")"
+	elif [ "$status" != 0 ]; then
+		fail "probe $mode $*: exit status $status"
+	elif ! grep -q "^policy: $expected\$" "$err"; then
+		fail "probe $mode $*: expected policy $expected"
+	elif grep -q "was not found" "$err"; then
+		fail "probe $mode $*: policy-not-found warning"
+	else
+		echo "ok   probe $mode $* -> $expected"
+	fi
+}
+probe fusing getenv-race STARPU_SCHED=fusing
+probe fusing conf-name -u STARPU_SCHED
+probe eager conf-struct -u STARPU_SCHED
+probe fusing conf-struct STARPU_SCHED=fusing
+probe dmda conf-name STARPU_SCHED=dmda
+probe fusing ctx-by-name STARPU_SCHED=fusing
+probe fusing ctx-by-name STARPU_SCHED=lws
+if STARPU_SCHED=fusing LD_PRELOAD="$STARPU_FUSING_LIBRARY" STARPU_SCHED_LIB="$STARPU_FUSING_LIBRARY" \
+	timeout 60 "$SELECTION_PROBE" limits >"$err" 2>&1; then
+	fail "submission limits set at run time under fusing were accepted"
+elif [ "$?" = 77 ]; then
+	echo "skip limits: $(head -n 1 "$err")"
+elif grep -q "starpu_set_limit_max_submitted_tasks(20) would make StarPU throttle submission" "$err"; then
+	echo "ok   submission limits set at run time refused"
+else
+	fail "submission limits set at run time: no refusal naming the call"
+fi
 
 echo "selection and configuration: $failures failed"
 [ "$failures" = 0 ]
