@@ -1,7 +1,7 @@
 /* Eligibility of tasks for fusion; see eligibility.h. */
 #include "fusion/eligibility.h"
 
-#include "config.h"
+#include "build_config.h" /* configure's findings, not sched/config.h */
 
 namespace fusing {
 

@@ -1,7 +1,7 @@
 /* The fusion engine; see engine.h. */
 #include "fusion/engine.h"
 
-#include "config.h"
+#include "build_config.h" /* configure's findings, not sched/config.h */
 
 #include "fusion/batched_registry.h"
 #include "fusion/eligibility.h"

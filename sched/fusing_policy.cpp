@@ -9,6 +9,7 @@
  * blocks there (engine.cpp, request_flush). */
 #include "sched/fusing_policy.h"
 
+#include "build_config.h" /* which policy fields this StarPU has */
 #include "fusion/engine.h"
 
 #include <atomic>
