@@ -1,6 +1,6 @@
 /* When a ready task waits for a batch instead of running at once.
  *
- * The no-starvation rule (doc/design.md, "No starvation"): holding a task
+ * The no-starvation rule (doc/design.md, section 6): holding a task
  * back is only free while every CPU worker of its context already has
  * queued work.  When fewer ready tasks are queued than there are CPU
  * workers, a worker is (or is about to be) idle, so the task runs unfused

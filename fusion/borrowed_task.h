@@ -1,6 +1,6 @@
 /* A fusable task from its submission to its termination, with every field of
- * the program's task that fusion borrows on the way (doc/design.md, "Life of
- * a member").  One object per task accepted at submission; each step says
+ * the program's task that fusion borrows on the way (doc/design.md, section 5,
+ * "Life of a member").  One object per task accepted at submission; each step says
  * which thread runs it:
  *
  *  1. borrow_at_submission (submitting thread, inside the program's
