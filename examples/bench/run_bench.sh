@@ -12,13 +12,15 @@
 #       periodic 1-D stencil 16 cells wide (Task Bench's stencil pattern),
 #       task durations 1 us to 10 ms, efficiency against the ideal time
 #       tasks * duration / workers, and METG(50%) per policy;
-#   (c) the convolution experiment (examples/conv_granularity).
+#   (c) the convolution experiment (examples/conv_granularity);
+#   (d) CNN training (examples/cnn_training) at DAHL's granularity and
+#       coarsened by hand.
 # Writes DIR (default bench-results): CSV files, PNG and SVG plots (gnuplot),
 # and summary.md with the machine, the command and the key figures.
 # quick: about 3 minutes; full: about 15 minutes (more sizes, medians of 3).
 #
 # Environment (set by make bench): FUSING_LAUNCHER, STARPU_FUSING_LIBRARY,
-# TASK_SIZE_BENCH, CONV_GRANULARITY, STARPU_EXAMPLES_DIR, STARPU_PKG.
+# TASK_SIZE_BENCH, CONV_GRANULARITY, CNN_TRAINING, STARPU_EXAMPLES_DIR, STARPU_PKG.
 set -eu
 mode=quick
 out=bench-results
@@ -49,12 +51,14 @@ if [ "$mode" = quick ]; then
 	work_seconds=0.1
 	reps=1
 	conv_args=-quick
+	cnn_args=-quick
 else
 	overhead_args="-i 400 -t 1 -T 8192 -f 2"
 	durations="1 3 10 30 100 300 1000 3000 10000"
 	work_seconds=0.3
 	reps=3
 	conv_args="-reps 3"
+	cnn_args="-reps 3"
 fi
 started=$(date +%s)
 
@@ -165,6 +169,11 @@ echo "== (c) convolution experiment ($conv_args)" >&2
 FUSING_LAUNCHER=$launcher CONV_GRANULARITY=${CONV_GRANULARITY:-examples/conv_granularity/conv_granularity} \
 	"$here/../conv_granularity/run_experiment.sh" $conv_args -out "$out" > "$out/conv_report.md"
 
+# ------------------------------------------------------- (d) CNN training
+echo "== (d) CNN training ($cnn_args)" >&2
+FUSING_LAUNCHER=$launcher CNN_TRAINING=${CNN_TRAINING:-examples/cnn_training/cnn_training} \
+	"$here/../cnn_training/run_cnn.sh" $cnn_args -out "$out" > "$out/cnn_report.md"
+
 # ------------------------------------------------------------------ plots
 if command -v gnuplot >/dev/null; then
 	"$here/plot.sh" "$out"
@@ -224,6 +233,10 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 	echo "## Convolution layer (conv2d + bias add per sample and filter)"
 	echo
 	cat "$out/conv_report.md"
+	echo
+	echo "## CNN training (examples/cnn_training)"
+	echo
+	cat "$out/cnn_report.md"
 	echo
 	if [ -f "$out/sweep_independent.png" ]; then
 		echo "## Plots"

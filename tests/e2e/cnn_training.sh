@@ -1,0 +1,39 @@
+#!/bin/sh
+# Runs examples/cnn_training (a CNN training step written as DAHL writes
+# it, which checks its parameters against a host computation) small, under
+# one base policy alone and under fusing over it with every fusable task
+# held (STARPU_FUSING_HOLD=always), at DAHL's granularity; both must pass
+# their check, and the fusing run must have run tasks in batches.
+#
+# Usage: cnn_training.sh FILE.cnn   (the file's name is the base policy)
+# Environment (set by make check): FUSING_LAUNCHER, STARPU_FUSING_LIBRARY,
+# CNN_TRAINING.
+set -u
+base=$(basename "$1" .cnn)
+args="-img 12 -kernel 3 -filters 4 -samples 64 -batch 16 -epochs 1"
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+failures=0
+
+# shellcheck disable=SC2086 # args are words by design
+STARPU_SCHED=$base timeout 300 "$CNN_TRAINING" $args >"$out" 2>&1
+status=$?
+if [ "$status" != 0 ] || ! grep -q "^check against the host: .*: OK$" "$out"; then
+	echo "FAIL: cnn_training under $base alone (exit status $status)"; sed 's/^/    /' "$out"
+	failures=$((failures + 1))
+fi
+
+# shellcheck disable=SC2086
+STARPU_FUSING_BASE=$base STARPU_FUSING_HOLD=always timeout 300 "$FUSING_LAUNCHER" "$CNN_TRAINING" $args >"$out" 2>&1
+status=$?
+batched=$(sed -n 's/^tasks submitted: [0-9]*, in batches of starpu-fusing: \([0-9]*\) .*/\1/p' "$out")
+if [ "$status" != 0 ] || ! grep -q "^check against the host: .*: OK$" "$out"; then
+	echo "FAIL: cnn_training under fusing over $base (exit status $status)"; sed 's/^/    /' "$out"
+	failures=$((failures + 1))
+elif [ "${batched:-0}" -le 0 ]; then
+	echo "FAIL: cnn_training under fusing over $base ran no task in a batch"; sed 's/^/    /' "$out"
+	failures=$((failures + 1))
+else
+	echo "ok   cnn_training under $base alone and under fusing over $base ($batched tasks in batches)"
+fi
+[ "$failures" = 0 ]
