@@ -38,6 +38,24 @@ void record_measurement(const RunningBatch &batch, double member_us)
 	batch.family->batch_measured.store(true, std::memory_order_relaxed);
 }
 
+/* StarPU adds a task's duration to its codelet's history or regression
+ * model while that model is being calibrated (model->benchmarking: the test
+ * in _starpu_driver_update_job_feedback, driver_common.c, 1.3 and 1.4); a
+ * member run in a batch never reaches that code, so the same test and the
+ * public equivalent of that record are made here, by the running worker. */
+bool starpu_calibrates(const struct starpu_task *member)
+{
+	return member->cl->model && member->cl->model->benchmarking;
+}
+
+void record_in_starpu_model(struct starpu_task *member, double member_us)
+{
+	const int worker = starpu_worker_get_id();
+	struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype(worker, member->sched_ctx);
+	starpu_perfmodel_update_history(member->cl->model, member, arch, static_cast<unsigned>(starpu_worker_get_devid(worker)), 0,
+					member_us);
+}
+
 /* The merged task's CPU function.  Runs in the worker thread that popped
  * it, after StarPU fetched every member's data; holds no lock of ours.
  * Calls the codelet's batched implementation once, or else each member's
@@ -68,8 +86,14 @@ void run_batch(void *buffers[], void *arg)
 			for (unsigned b = 0; b < nbuffers; b++)
 				member_buffers[b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
 			struct starpu_task *member = batch->members[i]->task();
-			RunningMemberScope running(member, ntasks);
-			member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
+			const bool calibrating = starpu_calibrates(member);
+			const double member_start_us = calibrating ? starpu_timing_now() : 0.0;
+			{
+				RunningMemberScope running(member, ntasks);
+				member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
+			}
+			if (calibrating)
+				record_in_starpu_model(member, starpu_timing_now() - member_start_us);
 			/* The family's very first member measured: batches still being
 			 * formed need it now, not after the whole batch (a program
 			 * submitting hundreds of 1 ms tasks would have them all batched

@@ -16,6 +16,7 @@
  *   unregistered with starpu_data_unregister_no_coherency and registered
  *   again (DAHL's arena reset).  Integers make the result exact whatever the
  *   reduction order; it is compared with the same loop on the host.
+ * - dahl_regression_models_calibrate_under_fusion: see there.
  *
  * Usage: test_dahl_patterns BASE[-when-busy][.dahl] (tests/policy_test.hpp). */
 #include <atomic>
@@ -204,16 +205,27 @@ std::vector<starpu_data_handle_t> plan(starpu_data_handle_t handle, unsigned par
 	return children;
 }
 
-int start_starpu(void **state)
+int start_starpu_calibrating(void **state, bool calibrate)
 {
 	watchdog_arm(static_cast<const char *>(*state), 120);
 	struct starpu_conf conf;
 	starpu_conf_init(&conf);
+	conf.calibrate = calibrate ? 1 : 0;
 	conf.sched_policy = starpu_fusing_policy();
 	if (!conf.sched_policy || starpu_init(&conf) != 0)
 		return -1;
 	runs_in_batch = 0;
 	return 0;
+}
+
+int start_starpu(void **state)
+{
+	return start_starpu_calibrating(state, false);
+}
+
+int start_starpu_calibrating_models(void **state)
+{
+	return start_starpu_calibrating(state, true);
 }
 
 int stop_starpu(void **)
@@ -377,6 +389,45 @@ void dahl_training_loop(void **)
 		assert_true(runs_in_batch.load() > 0);
 }
 
+/* While StarPU calibrates (STARPU_CALIBRATE=1, as DAHL's users do to build
+ * its regression models), every task adds one sample to its codelet's
+ * model, fused or not (StarPU 1.4's tests/perfmodels/valid_model checks the
+ * same, and failed under fusing with every task held). */
+struct starpu_perfmodel calibrated_model = regression_model("dahl_patterns_calibrated");
+struct starpu_codelet calibrated_cl = codelet(add_into, 3, {STARPU_R, STARPU_R, STARPU_RW}, &calibrated_model);
+
+unsigned samples_of(struct starpu_perfmodel *model)
+{
+	int worker = starpu_worker_get_by_type(STARPU_CPU_WORKER, 0);
+	struct starpu_perfmodel_per_arch *per_arch =
+		starpu_perfmodel_get_model_per_arch(model, starpu_worker_get_perf_archtype(worker, STARPU_NMAX_SCHED_CTXS), 0);
+	return per_arch ? per_arch->regression.nsample : 0;
+}
+
+void dahl_regression_models_calibrate_under_fusion(void **)
+{
+	const long n = 96, length = 4;
+	std::vector<long> ones(length, 1);
+	std::vector<std::vector<long>> outputs(n, std::vector<long>(length, 0));
+	starpu_data_handle_t ones_handle = register_vector(ones);
+	std::vector<starpu_data_handle_t> handles(n);
+	for (long i = 0; i < n; i++)
+		handles[i] = register_vector(outputs[i]);
+	/* One task first: it loads the model, whose samples are then counted. */
+	assert_int_equal(starpu_task_insert(&calibrated_cl, STARPU_R, ones_handle, STARPU_R, ones_handle, STARPU_RW, handles[0], 0), 0);
+	starpu_task_wait_for_all();
+	const unsigned before = samples_of(&calibrated_model);
+	for (long i = 1; i < n; i++)
+		assert_int_equal(starpu_task_insert(&calibrated_cl, STARPU_R, ones_handle, STARPU_R, ones_handle, STARPU_RW, handles[i], 0), 0);
+	starpu_task_wait_for_all();
+	assert_int_equal(samples_of(&calibrated_model), before + n - 1);
+	for (starpu_data_handle_t handle : handles)
+		starpu_data_unregister(handle);
+	starpu_data_unregister(ones_handle);
+	if (hold_always)
+		assert_int_equal(runs_in_batch.load(), n);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -399,6 +450,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		DAHL_TEST(dahl_codelet_modes_changed_after_submission),
 		DAHL_TEST(dahl_training_loop),
+		cmocka_unit_test_prestate_setup_teardown(dahl_regression_models_calibrate_under_fusion, start_starpu_calibrating_models,
+							 stop_starpu, (void *)"dahl_regression_models_calibrate_under_fusion"),
 	};
 	std::string group = "DAHL's patterns, fusing over " + tested.base + (tested.hold_always ? " (hold always)" : " (hold when busy)");
 	int failures = cmocka_run_group_tests_name(group.c_str(), tests, nullptr, nullptr);
