@@ -18,7 +18,9 @@
  *   reduction order; it is compared with the same loop on the host.
  * - dahl_regression_models_calibrate_under_fusion: see there.
  *
- * Usage: test_dahl_patterns BASE[-when-busy][.dahl] (tests/policy_test.hpp). */
+ * Usage: test_dahl_patterns BASE[-when-busy][.dahl] [SKIP_PATTERN]
+ *   (tests/policy_test.hpp; tests whose name matches the pattern, with
+ *   cmocka's * and ?, are skipped). */
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -432,10 +434,12 @@ void dahl_regression_models_calibrate_under_fusion(void **)
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		std::fprintf(stderr, "usage: %s BASE[-when-busy][.dahl]\n", argv[0]);
+	if (argc != 2 && argc != 3) {
+		std::fprintf(stderr, "usage: %s BASE[-when-busy][.dahl] [SKIP_PATTERN]\n", argv[0]);
 		return 99;
 	}
+	if (argc == 3)
+		cmocka_set_skip_filter(argv[2]);
 	const TestedPolicy tested = tested_policy_from_file(argv[1], ".dahl");
 	configure_tested_policy(tested);
 	hold_always = tested.hold_always;

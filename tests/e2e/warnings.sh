@@ -6,11 +6,13 @@
 # asks the models: asking them ourselves made StarPU force calibration and
 # then print "Too big deviation" warnings.  StarPU's messages are compared
 # by the function that printed them ([starpu][FUNCTION]), with their counts.
+# The test that calibrates models on purpose is left out: StarPU then prints
+# deviation warnings, as many as the timings happen to give.
 # Environment (set by make check): DAHL_PATTERNS.
 set -u
 failures=0
 messages() { # STARPU_FUSING MODE
-	STARPU_FUSING=$1 timeout 120 "$DAHL_PATTERNS" "$2.dahl" 2>&1 >/dev/null |
+	STARPU_FUSING=$1 timeout 120 "$DAHL_PATTERNS" "$2.dahl" '*calibrate*' 2>&1 >/dev/null |
 		sed -n 's/^\[starpu\]\[\([^]]*\)\].*/\1/p' | sort | uniq -c
 }
 for mode in lws lws-when-busy; do
