@@ -151,10 +151,6 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 	/* A context without CPU workers could never run the batch. */
 	if (load_.cpu_workers[ctx].load(std::memory_order_relaxed) == 0)
 		return record_unfused(task->cl, UnfusedReason::no_cpu_worker_in_context);
-	const std::uint64_t bytes = buffer_bytes(borrowed);
-	if (bytes > largest_member_bytes_)
-		return record_unfused(task->cl, UnfusedReason::data_too_large_for_memory);
-
 	double predicted_us = predict_member_us(task);
 	const bool fuse_even_if_long = too_long_for_generic_execution(predicted_us, targets_) &&
 				       (batched_implementation_for(task->cl).has_value() ||
@@ -163,6 +159,9 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 					   load_.every_worker_busy(ctx), config_.hold == Config::Hold::always);
 	if (reason != UnfusedReason::none)
 		return record_unfused(task->cl, reason);
+	const std::uint64_t bytes = buffer_bytes(borrowed);
+	if (bytes > largest_member_bytes_)
+		return record_unfused(task->cl, UnfusedReason::data_too_large_for_memory);
 
 	/* Outside the collector's lock: on a multi-node machine, a page query
 	 * per buffer. */

@@ -43,7 +43,11 @@ struct FamilyKey {
 		       std::tie(other.codelet, other.sched_ctx, other.priority_bucket, other.nbuffers, other.modes_signature,
 				other.numa_node);
 	}
-	bool operator==(const FamilyKey &other) const { return !(*this < other) && !(other < *this); }
+	bool operator==(const FamilyKey &other) const
+	{
+		return codelet == other.codelet && sched_ctx == other.sched_ctx && priority_bucket == other.priority_bucket &&
+		       nbuffers == other.nbuffers && modes_signature == other.modes_signature && numa_node == other.numa_node;
+	}
 };
 
 /* The family of a task whose data lives on numa_node (any thread; reads
