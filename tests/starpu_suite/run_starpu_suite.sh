@@ -1,9 +1,9 @@
 #!/bin/sh
 # Runs StarPU's own test programs (the tests/ directory of a StarPU build
 # tree, after `make -C tests check TESTS=` built them) under a base policy
-# alone and under fusing over that base in both hold modes, and prints a
-# Markdown table: one row per test whose outcome differs between the base
-# and fusing, then the counts.  Not part of make check: it needs a StarPU
+# alone and under fusing over that base in both hold modes, and prints two
+# Markdown tables: how many programs had each outcome in each configuration,
+# and one row per test whose outcome differs between the base and fusing.  Not part of make check: it needs a StarPU
 # build tree, which this project never builds nor ships.
 #
 #   run_starpu_suite.sh STARPU_BUILD_DIR [BASE] [SECONDS]
@@ -36,9 +36,9 @@ outcome() { # COMMAND...: pass, skip, timeout or the exit status
 	esac
 }
 
-echo "| test | $base | fusing over $base (hold when busy) | fusing over $base (hold always) |"
-echo "|---|---|---|---|"
-total=0 differ=0 base_pass=0 busy_pass=0 always_pass=0
+differences=$(mktemp) outcomes=$(mktemp)
+trap 'rm -f "$list" "$differences" "$outcomes"' EXIT
+total=0
 while read -r test; do
 	program="$tests_dir/$(dirname "$test")/.libs/$(basename "$test")"
 	[ -x "$program" ] || program="$tests_dir/$test"
@@ -50,13 +50,23 @@ while read -r test; do
 		STARPU_SCHED_LIB="$library" LD_PRELOAD="$library" outcome "$program")
 	always=$(cd "$here" && STARPU_NCPU=2 STARPU_SCHED=fusing STARPU_FUSING_BASE=$base STARPU_FUSING_HOLD=always \
 		STARPU_SCHED_LIB="$library" LD_PRELOAD="$library" outcome "$program")
-	[ "$alone" = pass ] && base_pass=$((base_pass + 1))
-	[ "$busy" = pass ] && busy_pass=$((busy_pass + 1))
-	[ "$always" = pass ] && always_pass=$((always_pass + 1))
+	printf '%s\t%s\t%s\n' "$alone" "$busy" "$always" >> "$outcomes"
 	if [ "$alone" != "$busy" ] || [ "$alone" != "$always" ]; then
-		differ=$((differ + 1))
-		echo "| $test | $alone | $busy | $always |"
+		echo "| $test | $alone | $busy | $always |" >> "$differences"
 	fi
 done < "$list"
+
+echo "$total programs, ${seconds} s each at most, 2 CPU workers:"
 echo
-echo "$total programs: pass under $base $base_pass, under fusing (hold when busy) $busy_pass, (hold always) $always_pass; $differ with different outcomes (listed above)"
+echo "| outcome | $base | fusing over $base (hold when busy) | fusing over $base (hold always) |"
+echo "|---|---|---|---|"
+awk -F'\t' '{ for (c = 1; c <= 3; c++) { n[$c, c]++; if (!($c in seen)) { seen[$c] = 1; order[++k] = $c } } }
+	END { for (i = 1; i <= k; i++) printf "| %s | %d | %d | %d |\n", order[i], n[order[i], 1], n[order[i], 2], n[order[i], 3] }' "$outcomes"
+echo
+echo "Programs whose outcome differs: $(wc -l < "$differences")"
+if [ -s "$differences" ]; then
+	echo
+	echo "| test | $base | fusing over $base (hold when busy) | fusing over $base (hold always) |"
+	echo "|---|---|---|---|"
+	cat "$differences"
+fi
