@@ -165,6 +165,28 @@ struct starpu_task *make_task(struct starpu_codelet *cl, Arg *arg, std::vector<s
 	return task;
 }
 
+/* n variables at 0, each to be incremented by one task of its own. */
+struct IndependentIncrements {
+	std::vector<long> values;
+	std::vector<starpu_data_handle_t> handles;
+	std::vector<Arg> args;
+
+	explicit IndependentIncrements(long n) : values(n, 0), handles(n), args(n)
+	{
+		for (long i = 0; i < n; i++)
+			handles[i] = register_long(&values[i]);
+	}
+	struct starpu_task *task(long i) { return make_task(&increment_codelet, &args[i], {handles[i]}); }
+	/* After the tasks: unregisters each variable, which must hold 1. */
+	void expect_each_incremented_once()
+	{
+		for (std::size_t i = 0; i < values.size(); i++) {
+			starpu_data_unregister(handles[i]);
+			assert_int_equal(values[i], 1);
+		}
+	}
+};
+
 void submit(struct starpu_task *task)
 {
 	assert_int_equal(starpu_task_submit(task), 0);
@@ -200,18 +222,11 @@ void fusion_chain_keeps_order(void **)
 void fusion_independent_tasks_form_batches(void **)
 {
 	const long n = 600;
-	std::vector<long> values(n, 0);
-	std::vector<starpu_data_handle_t> handles(n);
-	std::vector<Arg> args(n);
-	for (long i = 0; i < n; i++) {
-		handles[i] = register_long(&values[i]);
-		submit(make_task(&increment_codelet, &args[i], {handles[i]}));
-	}
+	IndependentIncrements increments(n);
+	for (long i = 0; i < n; i++)
+		submit(increments.task(i));
 	starpu_task_wait_for_all();
-	for (long i = 0; i < n; i++) {
-		starpu_data_unregister(handles[i]);
-		assert_int_equal(values[i], 1);
-	}
+	increments.expect_each_incremented_once();
 	assert_int_equal(runs.load(), n);
 	expect_all_fused(n);
 	if (every_task_held)
@@ -463,20 +478,14 @@ void fusion_read_only_members(void **)
 void fusion_distinct_priorities_share_batches(void **)
 {
 	const long n = 2000;
-	std::vector<long> values(n, 0);
-	std::vector<starpu_data_handle_t> handles(n);
-	std::vector<Arg> args(n);
+	IndependentIncrements increments(n);
 	for (long i = 0; i < n; i++) {
-		handles[i] = register_long(&values[i]);
-		struct starpu_task *task = make_task(&increment_codelet, &args[i], {handles[i]});
+		struct starpu_task *task = increments.task(i);
 		task->priority = static_cast<int>(i) - static_cast<int>(n / 2);
 		submit(task);
 	}
 	starpu_task_wait_for_all();
-	for (long i = 0; i < n; i++) {
-		starpu_data_unregister(handles[i]);
-		assert_int_equal(values[i], 1);
-	}
+	increments.expect_each_incremented_once();
 	expect_all_fused(n);
 	if (every_task_held)
 		assert_true(largest_batch.load() >= 2);
@@ -641,22 +650,14 @@ void fusion_context_without_cpu_workers_holds_nothing(void **)
 	unsigned ctx = starpu_sched_ctx_create(nullptr, 0, "no workers yet", STARPU_SCHED_CTX_POLICY_STRUCT,
 					       starpu_fusing_policy(), 0);
 	const long n = 64;
-	std::vector<long> values(n, 0);
-	std::vector<starpu_data_handle_t> handles(n);
-	std::vector<Arg> args(n);
-	for (long i = 0; i < n; i++) {
-		handles[i] = register_long(&values[i]);
-		struct starpu_task *task = make_task(&increment_codelet, &args[i], {handles[i]});
-		assert_int_equal(starpu_task_submit_to_ctx(task, ctx), 0);
-	}
+	IndependentIncrements increments(n);
+	for (long i = 0; i < n; i++)
+		assert_int_equal(starpu_task_submit_to_ctx(increments.task(i), ctx), 0);
 	int workers[STARPU_NMAXWORKERS];
 	int nworkers = starpu_worker_get_ids_by_type(STARPU_CPU_WORKER, workers, STARPU_NMAXWORKERS);
 	starpu_sched_ctx_add_workers(workers, static_cast<unsigned>(nworkers), ctx);
 	starpu_task_wait_for_all_in_ctx(ctx);
-	for (long i = 0; i < n; i++) {
-		starpu_data_unregister(handles[i]);
-		assert_int_equal(values[i], 1);
-	}
+	increments.expect_each_incremented_once();
 	starpu_sched_ctx_delete(ctx);
 	assert_int_equal(violations.load(), 0);
 	assert_int_equal(runs_in_batch.load(), 0);
