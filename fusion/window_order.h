@@ -1,0 +1,111 @@
+/* Grouping a window of deferred tasks into merged tasks without reordering
+ * conflicting accesses: the order rule of submission-time fusion
+ * (doc/design.md, section 12, with its proof).
+ *
+ * Tasks are placed one at a time, in submission order.  Groups are numbered
+ * in the order they were opened, and are handed to StarPU in that order; a
+ * group's members run in the order they were placed.  StarPU then derives
+ * each merged task's dependencies from its data, in submission order.  That
+ * is the same as running the tasks one by one if, for any two conflicting
+ * tasks A placed before B, A's group is B's group or was opened before it.
+ * The rule that guarantees it: a task may join group G only if none of its
+ * accesses conflicts with an access of a group opened after G.  Two
+ * accesses conflict when they touch the same handle and one of them writes.
+ *
+ * Which allowed group a task joins is the caller's choice (allowed_groups):
+ * a group of its own codelet for a batched kernel, or the group of the task
+ * it consumes from (vertical fusion).
+ *
+ * Pure: no StarPU, no clock, no threads (the window's lock is the caller's);
+ * Handle is any hashable key (tests use ints).  tests/test_window_order.cpp. */
+#ifndef STARPU_FUSING_FUSION_WINDOW_ORDER_H
+#define STARPU_FUSING_FUSION_WINDOW_ORDER_H
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+namespace fusing {
+
+template <typename Handle>
+struct Access {
+	Handle handle;
+	bool writes; /* W, RW (and anything else that is not a plain read) */
+};
+
+template <typename Handle>
+class WindowOrder {
+public:
+	/* The lowest group number a task with these accesses may join: every
+	 * group from there on, among those still open, is allowed (0 when
+	 * nothing placed conflicts with it). */
+	std::size_t first_allowed_group(const std::vector<Access<Handle>> &accesses) const
+	{
+		std::size_t first = 0;
+		for (const Access<Handle> &access : accesses) {
+			auto it = last_.find(access.handle);
+			if (it == last_.end())
+				continue;
+			/* A read conflicts with writes, a write with every access. */
+			const long conflicting = access.writes ? it->second.any : it->second.writer;
+			if (conflicting >= 0 && static_cast<std::size_t>(conflicting) > first)
+				first = static_cast<std::size_t>(conflicting);
+		}
+		return first;
+	}
+
+	/* Opens a group for a task with these accesses; returns its number. */
+	std::size_t open(const std::vector<Access<Handle>> &accesses)
+	{
+		std::size_t group = opened_++;
+		record(group, accesses);
+		return group;
+	}
+
+	/* Places a task in group, which must be allowed
+	 * (first_allowed_group(accesses) <= group < groups_opened()).
+	 * Returns false, placing nothing, when it is not. */
+	bool join(std::size_t group, const std::vector<Access<Handle>> &accesses)
+	{
+		if (group >= opened_ || group < first_allowed_group(accesses))
+			return false;
+		record(group, accesses);
+		return true;
+	}
+
+	std::size_t groups_opened() const { return opened_; }
+
+	/* After every group so far was handed to StarPU: StarPU orders what
+	 * follows after them by itself, so the window starts afresh (group
+	 * numbers start again at 0). */
+	void clear()
+	{
+		last_.clear();
+		opened_ = 0;
+	}
+
+private:
+	struct Last {
+		long writer = -1; /* highest group holding a write of the handle */
+		long any = -1;    /* highest group holding any access of it */
+	};
+
+	void record(std::size_t group, const std::vector<Access<Handle>> &accesses)
+	{
+		const long g = static_cast<long>(group);
+		for (const Access<Handle> &access : accesses) {
+			Last &last = last_[access.handle];
+			if (g > last.any)
+				last.any = g;
+			if (access.writes && g > last.writer)
+				last.writer = g;
+		}
+	}
+
+	std::unordered_map<Handle, Last> last_;
+	std::size_t opened_ = 0;
+};
+
+} // namespace fusing
+
+#endif
