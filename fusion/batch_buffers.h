@@ -89,9 +89,6 @@ public:
 	/* Members waiting in open batches. */
 	std::size_t buffered() const { return buffered_; }
 
-	/* Batches open now (only families with members are kept). */
-	std::size_t open_batches() const { return open_.size(); }
-
 private:
 	struct Open {
 		std::vector<Member> members;

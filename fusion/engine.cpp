@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <thread>
 #include <vector>
 
@@ -93,7 +92,6 @@ Engine::Engine(const Config &config)
 	}
 	const std::uint64_t share = memory_share_per_cpu_worker(cpu_workers);
 	caps_.close_at_bytes = share / 4;
-	largest_member_bytes_ = share == 0 ? std::numeric_limits<std::uint64_t>::max() : share / 4;
 	double cpu_relative_speedup = 1.0;
 	if (!cpu_workers.empty()) {
 		cpu_perf_arch_ = starpu_worker_get_perf_archtype(static_cast<int>(cpu_workers[0]), STARPU_NMAX_SCHED_CTXS);
@@ -127,10 +125,12 @@ void Engine::on_submit(struct starpu_task *task)
 {
 	if (is_merged_task(task))
 		return;
+	/* One lookup, only when statistics or selection by name need it. */
+	const std::string *name = config_.print_stats || selecting_by_name_ ? &names_.of(task->cl) : nullptr;
 	if (config_.print_stats)
-		stats_.record_submitted(task->cl, names_.of(task->cl));
+		stats_.record_submitted(task->cl, *name);
 	UnfusedReason reason = check_fusable(task);
-	if (reason == UnfusedReason::none && selecting_by_name_ && !codelet_selected(config_, names_.of(task->cl).c_str()))
+	if (reason == UnfusedReason::none && selecting_by_name_ && !codelet_selected(config_, name->c_str()))
 		reason = UnfusedReason::family_not_selected;
 	if (reason != UnfusedReason::none) {
 		record_unfused(task->cl, reason);
@@ -160,7 +160,7 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 	if (reason != UnfusedReason::none)
 		return record_unfused(task->cl, reason);
 	const std::uint64_t bytes = buffer_bytes(borrowed);
-	if (bytes > largest_member_bytes_)
+	if (caps_.close_at_bytes > 0 && bytes > caps_.close_at_bytes)
 		return record_unfused(task->cl, UnfusedReason::data_too_large_for_memory);
 
 	/* Outside the collector's lock: on a multi-node machine, a page query

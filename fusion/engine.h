@@ -93,9 +93,10 @@ private:
 	double profiling_started_us_ = 0.0; /* starpu_timing_now() at start, for the worker report */
 	Topology topology_;                 /* read once, at start */
 	bool group_by_numa_node_ = false;   /* several NUMA nodes: batches keep to one */
-	DataCaps caps_;                     /* set at start */
-	/* A task whose buffers sum to more runs unfused (the memory cap). */
-	std::uint64_t largest_member_bytes_ = 0;
+	/* Set at start.  caps_.close_at_bytes is also the most a held task's
+	 * buffers may sum to (the memory cap); 0 when StarPU knows no memory
+	 * total. */
+	DataCaps caps_;
 
 	Statistics stats_;          /* only fed when config_.print_stats */
 	CodeletNames names_;

@@ -30,11 +30,6 @@ public:
 	 * predicted_us (NaN: no prediction) (proxy callback thread). */
 	void record_batch(const struct starpu_codelet *cl, std::size_t size, double exec_us, double predicted_us);
 
-	/* A batch closed because its working set reached the cache cap
-	 * (engine thread holding the engine's lock). */
-	void record_cache_cap_close() { cache_cap_closes_.fetch_add(1, std::memory_order_relaxed); }
-	std::uint64_t cache_cap_closes() const { return cache_cap_closes_.load(std::memory_order_relaxed); }
-
 	/* Writes one table, one row per codelet. */
 	void print(FILE *stream) const;
 
@@ -54,7 +49,6 @@ private:
 
 	mutable std::mutex mutex_;
 	std::map<const struct starpu_codelet *, PerCodelet> per_codelet_; /* guarded by mutex_ */
-	std::atomic<std::uint64_t> cache_cap_closes_{0};
 };
 
 } // namespace fusing
