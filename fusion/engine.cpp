@@ -8,6 +8,7 @@
 #include "fusion/merged_task.h"
 #include "fusion/numa_node.h"
 #include "fusion/worker_report.h"
+#include "submission/starpu_functions.h"
 
 #include <algorithm>
 #include <cmath>
@@ -101,10 +102,54 @@ Engine::Engine(const Config &config)
 		targets_, config_.max_delay_us, caps_, load_, observations_,
 		[this](const struct starpu_codelet *cl) { return names_.of(cl); }, cpu_relative_speedup);
 	flusher_ = std::make_unique<Flusher>(*collector_, MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr});
+	start_submission_window();
+}
+
+void Engine::start_submission_window()
+{
+	if (config_.mode == Config::Mode::ready)
+		return;
+	if (!submissions_reach_this_library()) {
+		if (config_.mode_was_set) {
+			std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_MODE=%s needs the program's starpu_task_submit calls, "
+				     "but libstarpu comes before libstarpu-fusing: preload it (LD_PRELOAD, or run the program "
+				     "with starpu-fusing-run) or use STARPU_FUSING_MODE=ready\n",
+				     config_.mode == Config::Mode::both ? "both" : "submission");
+			std::exit(EXIT_FAILURE);
+		}
+		return; /* the default mode falls back to what works unpreloaded (README) */
+	}
+	ready_time_fusion_ = config_.mode == Config::Mode::both;
+	const SubmissionWindow::Limits limits{config_.max_batch_tasks, config_.target_us, config_.max_delay_us,
+					      config_.max_generic_task_us, caps_.close_at_bytes};
+	auto selected = [this](struct starpu_task *task) {
+		if (!selecting_by_name_ && !config_.print_stats)
+			return true;
+		const std::string &name = names_.of(task->cl);
+		if (selecting_by_name_ && !codelet_selected(config_, name.c_str()))
+			return false;
+		if (config_.print_stats)
+			stats_.record_submitted(task->cl, name);
+		return true;
+	};
+	window_ = std::make_unique<SubmissionWindow>(limits, selected, [this](struct starpu_task *task) { return predict_member_us(task); },
+						     load_, observations_, config_.print_stats ? &stats_ : nullptr, starpu_own_task_submit);
+	set_active_submission_window(window_.get());
 }
 
 Engine::~Engine()
 {
+	if (window_) {
+		set_active_submission_window(nullptr);
+		/* starpu_shutdown flushed (it is a barrier) and waited for every
+		 * merged task. */
+		if (window_->holds_tasks() || !window_->live().empty()) {
+			std::fprintf(stderr, "starpu-fusing: deferred tasks were still waiting when StarPU shut down; "
+				     "this is a bug of starpu-fusing, please report it\n");
+			std::abort();
+		}
+		window_.reset();
+	}
 	flusher_.reset();
 	if (selecting_by_name_)
 		warn_about_unused_names(stderr);
@@ -123,7 +168,7 @@ void Engine::record_unfused(const struct starpu_codelet *cl, UnfusedReason reaso
 
 void Engine::on_submit(struct starpu_task *task)
 {
-	if (is_merged_task(task))
+	if (is_merged_task(task) || is_group_task(task))
 		return;
 	/* One lookup, only when statistics or selection by name need it. */
 	const std::string *name = config_.print_stats || selecting_by_name_ ? &names_.of(task->cl) : nullptr;
@@ -136,7 +181,8 @@ void Engine::on_submit(struct starpu_task *task)
 		record_unfused(task->cl, reason);
 		return;
 	}
-	BorrowedTask::borrow_at_submission(task, *this);
+	if (ready_time_fusion_)
+		BorrowedTask::borrow_at_submission(task, *this);
 }
 
 void Engine::on_task_ready(BorrowedTask &borrowed)
@@ -219,6 +265,8 @@ void Engine::on_worker_found_nothing(unsigned sched_ctx)
 	/* Unlocked read: a task held after this read sees the idle worker
 	 * through the context's load in on_task_ready and requests the flush
 	 * itself. */
+	if (window_ && window_->holds_tasks())
+		window_->request_flush();
 	if (collector_->buffered() != 0) {
 		request_flush(sched_ctx);
 		/* Give the flusher a core: StarPU's idle workers poll, and where
@@ -282,6 +330,9 @@ void Engine::warn_about_unused_names(FILE *stream) const
 void Engine::print_statistics(FILE *stream) const
 {
 	stats_.print(stream);
+	if (window_)
+		std::fprintf(stream, "[starpu-fusing] submission-time fusion: %llu tasks deferred, merged into %llu tasks\n",
+			     (unsigned long long)window_->tasks_deferred(), (unsigned long long)window_->groups_submitted());
 	std::fprintf(stream, "[starpu-fusing] families: %zu\n", collector_->families());
 	print_topology(stream, topology_);
 	if (caps_.working_set_bytes > 0)

@@ -35,6 +35,7 @@
 #include "fusion/stats.h"
 #include "fusion/topology.h"
 #include "sched/config.h"
+#include "submission/window.h"
 
 #include <starpu.h>
 
@@ -83,6 +84,9 @@ private:
 	 * observe it while it may block on the collector's mutex. */
 	void request_flush(unsigned sched_ctx);
 	void record_unfused(const struct starpu_codelet *cl, UnfusedReason reason);
+	/* Starts the submission window if config_ asks for it and the
+	 * library sees the program's submissions; the constructor. */
+	void start_submission_window();
 	/* One line per STARPU_FUSING_ONLY/EXCLUDE name no codelet had. */
 	void warn_about_unused_names(FILE *stream) const;
 
@@ -103,7 +107,11 @@ private:
 	CodeletObservations observations_;
 	ContextLoad load_;
 	std::unique_ptr<BatchCollector> collector_;
-	std::unique_ptr<Flusher> flusher_; /* last: stops before what it uses */
+	std::unique_ptr<Flusher> flusher_;
+	/* Set when submission-time fusion runs (STARPU_FUSING_MODE); last: it
+	 * uses the fields above. */
+	std::unique_ptr<SubmissionWindow> window_;
+	bool ready_time_fusion_ = true; /* mode ready or both */
 
 	std::atomic<std::uint64_t> idle_with_nothing_held_{0}; /* statistics only */
 	std::atomic<std::uint64_t> long_tasks_seen_{0}; /* too long for generic execution: remeasure_period */

@@ -4,7 +4,8 @@
 #include "fusion/batched_registry.h"
 #include "fusion/buffer_merge.h"
 #include "fusion/codelet_observations.h"
-#include "fusion/current_member.h"
+#include "fusion/member_run.h"
+#include "fusion/merged_task_buffers.h"
 #include "fusion/stats.h"
 
 #include <algorithm>
@@ -38,24 +39,6 @@ void record_measurement(const RunningBatch &batch, double member_us)
 	batch.family->batch_measured.store(true, std::memory_order_relaxed);
 }
 
-/* StarPU adds a task's duration to its codelet's history or regression
- * model while that model is being calibrated (model->benchmarking: the test
- * in _starpu_driver_update_job_feedback, driver_common.c, 1.3 and 1.4); a
- * member run in a batch never reaches that code, so the same test and the
- * public equivalent of that record are made here, by the running worker. */
-bool starpu_calibrates(const struct starpu_task *member)
-{
-	return member->cl->model && member->cl->model->benchmarking;
-}
-
-void record_in_starpu_model(struct starpu_task *member, double member_us)
-{
-	const int worker = starpu_worker_get_id();
-	struct starpu_perfmodel_arch *arch = starpu_worker_get_perf_archtype(worker, member->sched_ctx);
-	starpu_perfmodel_update_history(member->cl->model, member, arch, static_cast<unsigned>(starpu_worker_get_devid(worker)), 0,
-					member_us);
-}
-
 /* The merged task's CPU function.  Runs in the worker thread that popped
  * it, after StarPU fetched every member's data; holds no lock of ours.
  * Calls the codelet's batched implementation once, or else each member's
@@ -85,15 +68,7 @@ void run_batch(void *buffers[], void *arg)
 		for (std::size_t i = 0; i < ntasks; i++) {
 			for (unsigned b = 0; b < nbuffers; b++)
 				member_buffers[b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
-			struct starpu_task *member = batch->members[i]->task();
-			const bool calibrating = starpu_calibrates(member);
-			const double member_start_us = calibrating ? starpu_timing_now() : 0.0;
-			{
-				RunningMemberScope running(member, ntasks);
-				member->cl->cpu_funcs[0](member_buffers.data(), member->cl_arg);
-			}
-			if (calibrating)
-				record_in_starpu_model(member, starpu_timing_now() - member_start_us);
+			run_member(batch->members[i]->task(), member_buffers.data(), ntasks);
 			/* The family's very first member measured: batches still being
 			 * formed need it now, not after the whole batch (a program
 			 * submitting hundreds of 1 ms tasks would have them all batched
@@ -187,22 +162,11 @@ void submit_merged_task(Family &family, std::vector<BorrowedTask *> members, con
 	auto merged = merge_buffers(use_handles, use_modes);
 	batch->buffer_of_use = std::move(merged.index_of_use);
 	batch->batched = batched_implementation_for(family.key.codelet);
-	const std::size_t nhandles = merged.handles.size();
 
 	struct starpu_task *task = starpu_task_create();
 	task->cl = std::isnan(batch->predicted_us) ? &family.merged_codelet_without_prediction : &family.merged_codelet;
 	task->name = family.name.c_str();
-	task->nbuffers = static_cast<int>(nhandles);
-	/* StarPU frees dyn_handles and dyn_modes with free() when it destroys
-	 * the task (starpu_task_clean). */
-	task->dyn_handles = static_cast<starpu_data_handle_t *>(std::malloc(nhandles * sizeof(starpu_data_handle_t)));
-	task->dyn_modes = static_cast<enum starpu_data_access_mode *>(std::malloc(nhandles * sizeof(enum starpu_data_access_mode)));
-	if (!task->dyn_handles || !task->dyn_modes) {
-		std::fprintf(stderr, "starpu-fusing: out of memory building a batch of %zu tasks\n", batch->members.size());
-		std::abort();
-	}
-	std::copy(merged.handles.begin(), merged.handles.end(), task->dyn_handles);
-	std::copy(merged.modes.begin(), merged.modes.end(), task->dyn_modes);
+	give_buffers(task, merged.handles, merged.modes);
 	task->sequential_consistency = 0;
 	task->priority = priority;
 	task->sched_ctx = family.key.sched_ctx;

@@ -60,7 +60,7 @@ std::optional<unsigned long> parse_count(const std::string &text)
 const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
 	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
-	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_CACHE_CAP", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_LIBRARY",
+	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_CACHE_CAP", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_MODE", "STARPU_FUSING_LIBRARY",
 };
 
 /* Reads the duration variable name, when set, into *value_us if it lies in
@@ -193,6 +193,13 @@ ConfigResult parse_config(const EnvLookup &lookup)
 
 	if (!read_choice(lookup, "STARPU_FUSING_HOLD", {{"when-busy", Config::Hold::when_busy}, {"always", Config::Hold::always}},
 			 "when-busy (hold ready tasks only while every worker has work) or always", &config.hold, result.error))
+		return result;
+
+	config.mode_was_set = lookup("STARPU_FUSING_MODE").has_value();
+	if (!read_choice(lookup, "STARPU_FUSING_MODE",
+			 {{"ready", Config::Mode::ready}, {"submission", Config::Mode::submission}, {"both", Config::Mode::both}},
+			 "ready (batch ready tasks), submission (merge tasks at starpu_task_submit) or both", &config.mode,
+			 result.error))
 		return result;
 
 	for (const std::string &name : config.only_codelets)

@@ -32,6 +32,14 @@ struct Config {
 	 * always: every time, even on an idle machine; it makes batches form
 	 * in any DAG, which is what the test suite wants. */
 	enum class Hold { when_busy, always } hold = Hold::when_busy;
+	/* STARPU_FUSING_MODE: where tasks are fused (doc/design.md, section 12).
+	 * ready: ready tasks are held and batched (needs no preload);
+	 * submission: tasks are deferred at starpu_task_submit and merged
+	 * before StarPU sees them (needs the library preloaded);
+	 * both: submission-time fusion, and ready-time fusion of what it did
+	 * not defer. */
+	enum class Mode { ready, submission, both } mode = Mode::ready;
+	bool mode_was_set = false; /* STARPU_FUSING_MODE given explicitly */
 };
 
 /* Returns the value of an environment variable, or nullopt when unset. */

@@ -1,0 +1,229 @@
+/* Groups' merged tasks; see merged_group.h. */
+#include "submission/merged_group.h"
+
+#include "fusion/batched_registry.h"
+#include "fusion/buffer_merge.h"
+#include "fusion/codelet_observations.h"
+#include "fusion/current_member.h"
+#include "fusion/member_run.h"
+#include "fusion/merged_task_buffers.h"
+#include "fusion/stats.h"
+#include "submission/live_members.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace fusing {
+namespace {
+
+/* From submit_group (flushing thread) to the end of the callback (the
+ * worker that ran it), where it is freed. */
+struct RunningGroup {
+	std::vector<struct starpu_task *> members;
+	std::vector<unsigned> first_use;     /* member m's buffers start at buffer_of_use[first_use[m]] */
+	std::vector<unsigned> buffer_of_use; /* use -> the merged task's buffer */
+	bool one_codelet;                    /* every member has members[0]'s codelet */
+	std::optional<struct starpu_fusing_batched_implementation> batched;
+	GroupReports reports;
+	double predicted_us; /* NaN when unknown; read by StarPU through group_model */
+	double exec_us = 0.0;
+};
+
+void run_group(void *buffers[], void *arg)
+{
+	RunningGroup *group = static_cast<RunningGroup *>(arg);
+	const std::size_t ntasks = group->members.size();
+	std::vector<void *> uses(group->buffer_of_use.size());
+	for (std::size_t u = 0; u < uses.size(); u++)
+		uses[u] = buffers[group->buffer_of_use[u]];
+	const double start_us = starpu_timing_now();
+	if (group->batched) {
+		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(group->members[0]);
+		std::vector<void **> task_buffers(ntasks);
+		std::vector<void *> task_args(ntasks);
+		for (std::size_t i = 0; i < ntasks; i++) {
+			task_buffers[i] = uses.data() + i * nbuffers;
+			task_args[i] = group->members[i]->cl_arg;
+		}
+		group->batched->cpu_func(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(),
+					 group->batched->batch_arg);
+	} else if (group->one_codelet) {
+		for (std::size_t i = 0; i < ntasks; i++)
+			run_member(group->members[i], uses.data() + group->first_use[i], ntasks);
+	} else {
+		/* Several codelets: each member's time goes to its own codelet. */
+		for (std::size_t i = 0; i < ntasks; i++) {
+			const double member_start_us = starpu_timing_now();
+			run_member(group->members[i], uses.data() + group->first_use[i], ntasks);
+			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
+		}
+	}
+	group->exec_us = starpu_timing_now() - start_us;
+	if (group->one_codelet)
+		group->reports.observations->record_member_us(group->members[0]->cl, group->exec_us / double(ntasks));
+}
+
+/* StarPU calls it when the merged task becomes ready (in _starpu_push_task),
+ * where it would have called each member's. */
+void run_member_prologues(void *arg)
+{
+	RunningGroup *group = static_cast<RunningGroup *>(arg);
+	for (struct starpu_task *member : group->members)
+		if (member->prologue_callback_func) {
+			RunningMemberScope running(member, group->members.size());
+			member->prologue_callback_func(member->prologue_callback_arg);
+		}
+}
+
+void finish_group(void *arg)
+{
+	RunningGroup *group = static_cast<RunningGroup *>(arg);
+	if (group->reports.stats)
+		group->reports.stats->record_batch(group->members[0]->cl, group->members.size(), group->exec_us,
+						   group->predicted_us);
+	for (struct starpu_task *member : group->members) {
+		/* StarPU falls back to the codelet's callback when the task has none. */
+		void (*callback)(void *) = member->callback_func ? member->callback_func : member->cl->callback_func;
+		if (callback) {
+			RunningMemberScope running(member, group->members.size());
+			callback(member->callback_arg);
+		}
+		/* Deferred tasks are detached with destroy = 1 (window.cpp):
+		 * StarPU would free them now.  starpu_task_destroy refuses
+		 * such a task, so the flag goes first; the task is not the
+		 * current one here, so it is freed at once. */
+		group->reports.live->finished(member);
+		member->destroy = 0;
+		starpu_task_destroy(member);
+	}
+	delete group;
+}
+
+double predicted_group_us(struct starpu_task *merged, unsigned nimpl)
+{
+	(void)nimpl;
+	return static_cast<RunningGroup *>(merged->cl_arg)->predicted_us;
+}
+
+/* Two codelets, with and without a prediction: a model answering
+ * "unknown" makes dmda-like bases calibrate (see merged_task.cpp). */
+struct GroupCodelets {
+	struct starpu_perfmodel model;
+	struct starpu_codelet with_model;
+	struct starpu_codelet without_model;
+	GroupCodelets()
+	{
+		starpu_codelet_init(&without_model);
+		without_model.where = STARPU_CPU;
+		without_model.cpu_funcs[0] = run_group;
+		without_model.nbuffers = STARPU_VARIABLE_NBUFFERS;
+		/* Members touching partitioned data are never deferred. */
+		without_model.flags = STARPU_CODELET_NOPLANS;
+		without_model.name = "fusing_group";
+		std::memset(&model, 0, sizeof(model));
+		model.type = STARPU_COMMON;
+		model.cost_function = predicted_group_us;
+		model.symbol = "fusing_group";
+		with_model = without_model;
+		with_model.model = &model;
+	}
+};
+
+GroupCodelets &group_codelets()
+{
+	static GroupCodelets codelets;
+	return codelets;
+}
+
+/* merge_buffers ORs the modes of a handle's uses, which is right for a
+ * ready-time batch (its members never conflict).  A group may hold a writer
+ * and then a reader of one handle: the reader reads the writer's result,
+ * not the handle's previous contents, so the merged task must fetch the
+ * handle only if a member reads it before any earlier member wrote it (a
+ * STARPU_W-only first use of a never-initialised handle must stay W, or
+ * StarPU refuses to read it).  It writes it if any member does. */
+void fetch_only_what_members_read_first(const std::vector<unsigned> &first_use, const std::vector<unsigned> &buffer_of_use,
+					const std::vector<enum starpu_data_access_mode> &use_modes,
+					std::vector<enum starpu_data_access_mode> &merged_modes)
+{
+	const std::size_t nhandles = merged_modes.size();
+	std::vector<bool> written(nhandles, false), fetched(nhandles, false), any_write(nhandles, false);
+	for (std::size_t m = 0; m < first_use.size(); m++) {
+		const std::size_t end = m + 1 < first_use.size() ? first_use[m + 1] : buffer_of_use.size();
+		for (std::size_t u = first_use[m]; u < end; u++)
+			if ((use_modes[u] & STARPU_R) && !written[buffer_of_use[u]])
+				fetched[buffer_of_use[u]] = true;
+		for (std::size_t u = first_use[m]; u < end; u++)
+			if (use_modes[u] & STARPU_W)
+				written[buffer_of_use[u]] = any_write[buffer_of_use[u]] = true;
+	}
+	for (std::size_t h = 0; h < nhandles; h++) {
+		int mode = merged_modes[h] & ~STARPU_RW;
+		if (fetched[h])
+			mode |= STARPU_R;
+		if (any_write[h])
+			mode |= STARPU_W;
+		merged_modes[h] = static_cast<enum starpu_data_access_mode>(mode);
+	}
+}
+
+} // namespace
+
+bool is_group_task(const struct starpu_task *task)
+{
+	return task->cl && task->cl->cpu_funcs[0] == run_group;
+}
+
+void submit_group(std::vector<struct starpu_task *> members, unsigned sched_ctx, double predicted_us,
+		  const GroupReports &reports, SubmitFunction real_submit)
+{
+	RunningGroup *group = new RunningGroup{std::move(members), {}, {}, true, std::nullopt, reports, predicted_us};
+	std::vector<starpu_data_handle_t> use_handles;
+	std::vector<enum starpu_data_access_mode> use_modes;
+	int priority = group->members.front()->priority;
+	bool any_prologue = false;
+	for (struct starpu_task *member : group->members) {
+		group->first_use.push_back(static_cast<unsigned>(use_handles.size()));
+		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(member);
+		for (unsigned b = 0; b < nbuffers; b++) {
+			use_handles.push_back(STARPU_TASK_GET_HANDLE(member, b));
+			use_modes.push_back(STARPU_TASK_GET_MODE(member, b));
+		}
+		priority = std::max(priority, member->priority);
+		group->one_codelet = group->one_codelet && member->cl == group->members.front()->cl;
+		any_prologue = any_prologue || member->prologue_callback_func;
+	}
+	auto merged = merge_buffers(use_handles, use_modes);
+	group->buffer_of_use = std::move(merged.index_of_use);
+	fetch_only_what_members_read_first(group->first_use, group->buffer_of_use, use_modes, merged.modes);
+	if (group->one_codelet && group->members.size() > 1 && group->members.front()->cl->nbuffers != STARPU_VARIABLE_NBUFFERS)
+		group->batched = batched_implementation_for(group->members.front()->cl);
+
+	GroupCodelets &codelets = group_codelets();
+	struct starpu_task *task = starpu_task_create();
+	task->cl = std::isnan(predicted_us) ? &codelets.without_model : &codelets.with_model;
+	task->name = group->members.front()->cl->name ? group->members.front()->cl->name : "fusing_group";
+	give_buffers(task, merged.handles, merged.modes);
+	task->priority = priority;
+	task->sched_ctx = sched_ctx;
+	task->cl_arg = group;
+	task->callback_func = finish_group;
+	task->callback_arg = group;
+	if (any_prologue) {
+		task->prologue_callback_func = run_member_prologues;
+		task->prologue_callback_arg = group;
+	}
+	const std::size_t count = group->members.size();
+	int ret = real_submit(task);
+	if (ret != 0) {
+		std::fprintf(stderr, "starpu-fusing: StarPU refused the merged task of %zu deferred tasks (error %d: %s); "
+			     "they cannot run, stopping\n", count, ret, std::strerror(-ret));
+		std::abort();
+	}
+}
+
+} // namespace fusing

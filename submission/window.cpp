@@ -1,0 +1,282 @@
+/* The submission window; see window.h. */
+#include "submission/window.h"
+
+#include "build_config.h"
+#include "fusion/eligibility.h"
+#include "fusion/merged_task.h"
+
+#include <chrono>
+#include <cmath>
+
+namespace fusing {
+namespace {
+
+std::atomic<SubmissionWindow *> active_window{nullptr};
+thread_local unsigned inside_starpu_depth = 0;
+
+bool writes(enum starpu_data_access_mode mode)
+{
+	return (mode & STARPU_W) != 0;
+}
+
+} // namespace
+
+SubmissionWindow *active_submission_window()
+{
+	return active_window.load(std::memory_order_acquire);
+}
+
+void set_active_submission_window(SubmissionWindow *window)
+{
+	active_window.store(window, std::memory_order_release);
+}
+
+InsideStarpuScope::InsideStarpuScope()
+{
+	inside_starpu_depth++;
+}
+
+InsideStarpuScope::~InsideStarpuScope()
+{
+	inside_starpu_depth--;
+}
+
+bool InsideStarpuScope::active()
+{
+	return inside_starpu_depth != 0;
+}
+
+SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, const ContextLoad &load,
+				   CodeletObservations &observations, Statistics *stats, SubmitFunction real_submit)
+	: limits_(limits), selected_(std::move(selected)), predict_(std::move(predict)), load_(load),
+	  observations_(observations), stats_(stats), real_submit_(real_submit)
+{
+	closer_ = std::thread([this] { close_periodically(); });
+}
+
+SubmissionWindow::~SubmissionWindow()
+{
+	{
+		std::lock_guard<std::mutex> lock(closer_mutex_);
+		closer_stop_ = true;
+	}
+	closer_wakeup_.notify_one();
+	closer_.join();
+}
+
+bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes)
+{
+	/* StarPU already knows the task: dependencies or end dependencies were
+	 * declared by it or on it (that creates its job), or it was submitted
+	 * before.  Tags, waits (detach = 0) and tasks the program keeps
+	 * (destroy = 0) can all observe it after submission. */
+	if (task->starpu_private || task->use_tag || !task->detach || !task->destroy)
+		return false;
+	if (is_merged_task(task) || is_group_task(task))
+		return false;
+	if (check_fusable(task) != UnfusedReason::none)
+		return false;
+	/* Per-handle sequential consistency (STARPU_HANDLES_SEQUENTIAL_CONSISTENCY):
+	 * the merged task would bring back the dependencies the program turned
+	 * off, possibly on a task that waits for this one. */
+	if (task->handles_sequential_consistency)
+		return false;
+	/* where = -1 (StarPU's default) means the codelet's. */
+	if (task->where == -1 && task->cl->where != 0 && !(task->cl->where & STARPU_CPU))
+		return false;
+#ifdef HAVE_STRUCT_STARPU_TASK_EPILOGUE_CALLBACK_FUNC
+	if (task->epilogue_callback_func)
+		return false;
+#endif
+	if (!selected_(task))
+		return false;
+	ctx = task->sched_ctx;
+	if (ctx == STARPU_NMAX_SCHED_CTXS) {
+		/* StarPU resolves it in the submitting thread; the merged task
+		 * is submitted from another. */
+		ctx = starpu_sched_ctx_get_context();
+		if (ctx == STARPU_NMAX_SCHED_CTXS)
+			ctx = 0;
+	}
+	if (load_.cpu_workers[ctx].load(std::memory_order_relaxed) == 0)
+		return false;
+	if (touches_partitioned_data(task))
+		return false;
+	predicted_us = predict_(task);
+	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
+		return false;
+	bytes = 0;
+	if (limits_.close_at_bytes > 0) {
+		for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+			bytes += starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i));
+		if (bytes > limits_.close_at_bytes)
+			return false;
+	}
+	return true;
+}
+
+bool SubmissionWindow::touches_partitioned_data(const struct starpu_task *task)
+{
+	if (!any_partitioned_.load(std::memory_order_acquire))
+		return false;
+	std::lock_guard<std::mutex> lock(partitioned_mutex_);
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+		if (partitioned_.count(STARPU_TASK_GET_HANDLE(task, i)))
+			return true;
+	return false;
+}
+
+void SubmissionWindow::mark_partitioned(starpu_data_handle_t handle)
+{
+	std::lock_guard<std::mutex> lock(partitioned_mutex_);
+	partitioned_.insert(handle);
+	any_partitioned_.store(true, std::memory_order_release);
+}
+
+int SubmissionWindow::submit(struct starpu_task *task)
+{
+	unsigned ctx = 0;
+	double predicted_us = NAN;
+	std::uint64_t bytes = 0;
+	const bool defer = deferrable(task, ctx, predicted_us, bytes);
+	std::unique_lock<std::recursive_mutex> lock(mutex_);
+	if (defer) {
+		place(task, ctx, predicted_us, bytes);
+		return 0;
+	}
+	flush_locked();
+	if (task->synchronous) {
+		/* It blocks until the task ran, and the task's callbacks may
+		 * submit: release the window first.  Anything deferred
+		 * meanwhile goes to StarPU after it. */
+		lock.unlock();
+	}
+	InsideStarpuScope inside;
+	return real_submit_(task);
+}
+
+void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes)
+{
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	std::vector<Access<starpu_data_handle_t>> accesses(nbuffers);
+	for (unsigned i = 0; i < nbuffers; i++)
+		accesses[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
+	const std::size_t conflict_group = order_.first_allowed_group(accesses);
+	const std::size_t lowest = std::max(conflict_group, first_open_);
+	auto joinable = [&](std::size_t g) {
+		return g >= lowest && g < groups_.size() && groups_[g].sched_ctx == ctx && !full(groups_[g]);
+	};
+	/* The group of the latest task it conflicts with (its producer:
+	 * vertical fusion), else the newest group, else a new one. */
+	std::size_t group;
+	if (joinable(conflict_group)) {
+		group = conflict_group;
+		order_.join(group, accesses);
+	} else if (!groups_.empty() && joinable(groups_.size() - 1)) {
+		group = groups_.size() - 1;
+		order_.join(group, accesses);
+	} else {
+		group = order_.open(accesses);
+		groups_.push_back(Group{{}, ctx});
+	}
+	Group &g = groups_[group];
+	g.members.push_back(task);
+	if (std::isnan(predicted_us))
+		g.unpredicted = true;
+	else
+		g.predicted_us += predicted_us;
+	g.bytes += bytes;
+	live_.add(task);
+	tasks_deferred_.fetch_add(1, std::memory_order_relaxed);
+	if (deferred_.fetch_add(1, std::memory_order_relaxed) == 0) {
+		oldest_deferred_us_ = starpu_timing_now();
+		/* Under closer_mutex_: the closer tests holds_tasks() under it
+		 * before it sleeps, so the wake-up cannot fall in between. */
+		std::lock_guard<std::mutex> lock(closer_mutex_);
+		closer_wakeup_.notify_one();
+	}
+	if (full(g))
+		submit_groups_through(group);
+}
+
+bool SubmissionWindow::full(const Group &group) const
+{
+	return group.members.size() >= limits_.max_group_tasks || group.predicted_us >= limits_.target_us ||
+	       (limits_.close_at_bytes > 0 && group.bytes >= limits_.close_at_bytes);
+}
+
+void SubmissionWindow::submit_groups_through(std::size_t group_number)
+{
+	const GroupReports reports{&observations_, stats_, &live_};
+	for (std::size_t g = first_open_; g <= group_number; g++) {
+		Group &group = groups_[g];
+		if (group.members.empty())
+			continue;
+		const std::size_t count = group.members.size();
+		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
+		{
+			InsideStarpuScope inside;
+			submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports, real_submit_);
+		}
+		group.members.clear();
+		deferred_.fetch_sub(count, std::memory_order_relaxed);
+		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
+	}
+	first_open_ = group_number + 1;
+	if (first_open_ == groups_.size()) {
+		/* Everything is in StarPU's hands: it orders what follows. */
+		groups_.clear();
+		order_.clear();
+		first_open_ = 0;
+	}
+}
+
+void SubmissionWindow::flush_locked()
+{
+	if (!groups_.empty())
+		submit_groups_through(groups_.size() - 1);
+}
+
+void SubmissionWindow::flush()
+{
+	if (!holds_tasks())
+		return;
+	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	flush_locked();
+}
+
+void SubmissionWindow::request_flush()
+{
+	if (!flush_requested_.exchange(true, std::memory_order_relaxed)) {
+		std::lock_guard<std::mutex> lock(closer_mutex_);
+		closer_wakeup_.notify_one();
+	}
+}
+
+/* The closer thread: flushes on request (a worker is idle) and once the
+ * oldest deferred task has waited STARPU_FUSING_MAX_DELAY.  Waits without a
+ * lock of the window; takes mutex_ only to flush. */
+void SubmissionWindow::close_periodically()
+{
+	const auto max_delay = std::chrono::microseconds(static_cast<long long>(limits_.max_delay_us));
+	std::unique_lock<std::mutex> lock(closer_mutex_);
+	while (!closer_stop_) {
+		if (holds_tasks())
+			closer_wakeup_.wait_for(lock, max_delay);
+		else
+			closer_wakeup_.wait(lock, [&] { return closer_stop_ || holds_tasks() || flush_requested_.load(); });
+		if (closer_stop_)
+			break;
+		const bool requested = flush_requested_.exchange(false, std::memory_order_relaxed);
+		lock.unlock();
+		{
+			std::lock_guard<std::recursive_mutex> window_lock(mutex_);
+			if (requested || (deferred_.load(std::memory_order_relaxed) != 0 &&
+					  starpu_timing_now() - oldest_deferred_us_ >= limits_.max_delay_us))
+				flush_locked();
+		}
+		lock.lock();
+	}
+}
+
+} // namespace fusing

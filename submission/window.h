@@ -1,0 +1,159 @@
+/* The window of submission-time fusion (doc/design.md, section 12).
+ *
+ * The program's starpu_task_submit (interpose_task_submit.cpp) hands every
+ * task to submit().  A deferrable task is placed in a group by the order
+ * rule (fusion/window_order.h) instead of going to StarPU; any other task
+ * first flushes the window, so it reaches StarPU after everything submitted
+ * before it.  Groups go to StarPU in the order they were opened, each as
+ * one merged task (merged_group.h): when a group fills up (together with
+ * every group opened before it), and the whole window when a worker finds
+ * no work, after STARPU_FUSING_MAX_DELAY, and before any StarPU function
+ * that could observe deferred work (the flush barrier, barrier_entry.cpp).
+ *
+ * Locks: mutex_ (recursive: a StarPU call made while flushing may run a
+ * callback that submits, in the same thread) orders the program's, the
+ * callbacks' and the closer thread's submissions: a task submitted after a
+ * window closed cannot reach StarPU before that window's merged tasks.  It
+ * is held while StarPU's starpu_task_submit runs (never a blocking one:
+ * synchronous tasks are submitted after it is released, and submission
+ * limits are refused with fusion).  closer_mutex_ only guards the closer
+ * thread's wake-up.  live_ has its own. */
+#ifndef STARPU_FUSING_SUBMISSION_WINDOW_H
+#define STARPU_FUSING_SUBMISSION_WINDOW_H
+
+#include "fusion/admission.h"
+#include "fusion/window_order.h"
+#include "submission/live_members.h"
+#include "submission/merged_group.h"
+
+#include <starpu.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace fusing {
+
+class CodeletObservations;
+class Statistics;
+
+class SubmissionWindow {
+public:
+	struct Limits {
+		unsigned max_group_tasks;      /* STARPU_FUSING_MAX_BATCH */
+		double target_us;              /* STARPU_FUSING_TARGET */
+		double max_delay_us;           /* STARPU_FUSING_MAX_DELAY */
+		double max_generic_task_us;    /* STARPU_FUSING_MAX_TASK */
+		std::uint64_t close_at_bytes;  /* the memory cap (fusion/engine.h); 0: none */
+	};
+	/* Whether the program's settings let this task be fused at all
+	 * (eligibility, STARPU_FUSING_ONLY/EXCLUDE); predicted duration of one
+	 * task in µs, NaN when unknown.  Called in the submitting thread. */
+	using Selector = std::function<bool(struct starpu_task *)>;
+	using Predictor = std::function<double(struct starpu_task *)>;
+
+	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, const ContextLoad &load,
+			 CodeletObservations &observations, Statistics *stats, SubmitFunction real_submit);
+	/* Stops the closer thread.  The window is empty by then: starpu_shutdown
+	 * is a barrier (the engine checks). */
+	~SubmissionWindow();
+
+	/* starpu_task_submit's replacement: the program's thread, a callback
+	 * or a task.  Returns what StarPU's would (0 for a deferred task). */
+	int submit(struct starpu_task *task);
+	/* Hands every group to StarPU now.  Any thread but one in a scheduling
+	 * operation. */
+	void flush();
+	/* A worker found no work: the closer thread flushes soon.  Never
+	 * blocks (called from pop_task). */
+	void request_flush();
+	bool holds_tasks() const { return deferred_.load(std::memory_order_relaxed) != 0; }
+
+	/* Handles of partitioned data (and their children) alias each other,
+	 * which the order rule cannot see: tasks touching them are not
+	 * deferred.  The thread partitioning, before StarPU's call. */
+	void mark_partitioned(starpu_data_handle_t handle);
+	LiveMembers &live() { return live_; }
+
+	/* What STARPU_FUSING_STATS prints. */
+	std::uint64_t tasks_deferred() const { return tasks_deferred_.load(std::memory_order_relaxed); }
+	std::uint64_t groups_submitted() const { return groups_submitted_.load(std::memory_order_relaxed); }
+
+	SubmissionWindow(const SubmissionWindow &) = delete;
+	SubmissionWindow &operator=(const SubmissionWindow &) = delete;
+
+private:
+	struct Group {
+		std::vector<struct starpu_task *> members;
+		unsigned sched_ctx;
+		double predicted_us = 0.0; /* sum over members with a prediction */
+		bool unpredicted = false;  /* some member had none */
+		std::uint64_t bytes = 0;
+	};
+
+	/* Whether task may be deferred (no lock; reads the task and its
+	 * handles).  On true, ctx, predicted_us and bytes are set. */
+	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes);
+	bool touches_partitioned_data(const struct starpu_task *task);
+	/* mutex_ held. */
+	void place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes);
+	bool full(const Group &group) const;
+	void submit_groups_through(std::size_t group_number);
+	void flush_locked();
+	void close_periodically();
+
+	const Limits limits_;
+	const Selector selected_;
+	const Predictor predict_;
+	const ContextLoad &load_;
+	CodeletObservations &observations_;
+	Statistics *const stats_;
+	const SubmitFunction real_submit_;
+
+	std::recursive_mutex mutex_;
+	WindowOrder<starpu_data_handle_t> order_; /* guarded by mutex_ */
+	std::vector<Group> groups_;               /* guarded by mutex_; groups_[i] is group number i */
+	std::size_t first_open_ = 0;              /* guarded by mutex_: groups below went to StarPU */
+	double oldest_deferred_us_ = 0.0;         /* guarded by mutex_ */
+	std::atomic<std::size_t> deferred_{0};    /* tasks in the window; written under mutex_ */
+
+	std::mutex partitioned_mutex_;
+	std::unordered_set<starpu_data_handle_t> partitioned_; /* guarded by partitioned_mutex_ */
+	std::atomic<bool> any_partitioned_{false};
+
+	LiveMembers live_;
+
+	std::atomic<std::uint64_t> tasks_deferred_{0};
+	std::atomic<std::uint64_t> groups_submitted_{0};
+
+	std::mutex closer_mutex_;
+	std::condition_variable closer_wakeup_;
+	bool closer_stop_ = false;                 /* guarded by closer_mutex_ */
+	std::atomic<bool> flush_requested_{false};
+	std::thread closer_; /* last: started once everything above exists */
+};
+
+/* The window while submission-time fusion runs, else null; any thread. */
+SubmissionWindow *active_submission_window();
+void set_active_submission_window(SubmissionWindow *window);
+
+/* While an object of this class lives, the thread is inside StarPU's own
+ * code (a real StarPU call made by this library, or a scheduling callback):
+ * submissions pass straight to StarPU and barriers do not flush. */
+class InsideStarpuScope {
+public:
+	InsideStarpuScope();
+	~InsideStarpuScope();
+	static bool active();
+	InsideStarpuScope(const InsideStarpuScope &) = delete;
+	InsideStarpuScope &operator=(const InsideStarpuScope &) = delete;
+};
+
+} // namespace fusing
+
+#endif
