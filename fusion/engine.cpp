@@ -69,6 +69,11 @@ bool model_may_force_calibration(const struct starpu_perfmodel *model)
 		;
 }
 
+/* The unfused task a worker is timing (on_task_starting to
+ * on_task_finished); written and read by that worker only. */
+thread_local const struct starpu_task *timed_task = nullptr;
+thread_local double timed_task_start_us = 0.0;
+
 } // namespace
 
 Engine::Engine(const Config &config)
@@ -121,7 +126,7 @@ void Engine::start_submission_window()
 	}
 	ready_time_fusion_ = config_.mode == Config::Mode::both;
 	const SubmissionWindow::Limits limits{config_.max_batch_tasks, config_.target_us, config_.max_delay_us,
-					      config_.max_generic_task_us, caps_.close_at_bytes};
+					      config_.max_generic_task_us, caps_.close_at_bytes, caps_.working_set_bytes};
 	auto selected = [this](struct starpu_task *task) {
 		if (!selecting_by_name_ && !config_.print_stats)
 			return true;
@@ -143,7 +148,7 @@ Engine::~Engine()
 		set_active_submission_window(nullptr);
 		/* starpu_shutdown flushed (it is a barrier) and waited for every
 		 * merged task. */
-		if (window_->holds_tasks() || !window_->live().empty()) {
+		if (window_->holds_tasks() || !window_->live().none_running()) {
 			std::fprintf(stderr, "starpu-fusing: deferred tasks were still waiting when StarPU shut down; "
 				     "this is a bug of starpu-fusing, please report it\n");
 			std::abort();
@@ -237,6 +242,14 @@ double Engine::predict_member_us(struct starpu_task *task)
 	return predicted_us;
 }
 
+void Engine::on_task_finished(const struct starpu_task *task)
+{
+	if (timed_task == task) {
+		timed_task = nullptr;
+		observations_.record_member_us(task->cl, starpu_timing_now() - timed_task_start_us);
+	}
+}
+
 void Engine::on_pushing_to_base(unsigned sched_ctx)
 {
 	load_.queued_not_started[sched_ctx].fetch_add(1, std::memory_order_relaxed);
@@ -249,6 +262,13 @@ void Engine::on_push_refused(unsigned sched_ctx)
 
 void Engine::on_task_starting(const struct starpu_task *task, unsigned sched_ctx)
 {
+	/* A codelet nothing predicts yet, run unfused: its duration is what
+	 * the window needs to decide whether merging it would serialise
+	 * work (submission/window.cpp, deferrable). */
+	if (window_ && task->cl && !is_merged_task(task) && !is_group_task(task) && std::isnan(observations_.member_us(task->cl))) {
+		timed_task = task;
+		timed_task_start_us = starpu_timing_now();
+	}
 	/* Set by model-aware bases when they placed the task. */
 	if (task->cl && !std::isnan(task->predicted) && !is_merged_task(task))
 		observations_.note_base_predicts(task->cl);
@@ -331,8 +351,9 @@ void Engine::print_statistics(FILE *stream) const
 {
 	stats_.print(stream);
 	if (window_)
-		std::fprintf(stream, "[starpu-fusing] submission-time fusion: %llu tasks deferred, merged into %llu tasks\n",
-			     (unsigned long long)window_->tasks_deferred(), (unsigned long long)window_->groups_submitted());
+		std::fprintf(stream, "[starpu-fusing] submission-time fusion: %llu tasks deferred, merged into %llu tasks "
+			     "with %llu handles in all\n", (unsigned long long)window_->tasks_deferred(),
+			     (unsigned long long)window_->groups_submitted(), (unsigned long long)window_->handles_submitted());
 	std::fprintf(stream, "[starpu-fusing] families: %zu\n", collector_->families());
 	print_topology(stream, topology_);
 	if (caps_.working_set_bytes > 0)

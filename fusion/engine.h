@@ -64,6 +64,8 @@ public:
 	void on_push_refused(unsigned sched_ctx);
 	/* pre_exec_hook: the worker about to run task. */
 	void on_task_starting(const struct starpu_task *task, unsigned sched_ctx);
+	/* post_exec_hook: the worker that ran task. */
+	void on_task_finished(const struct starpu_task *task);
 	/* pop_task found nothing: the worker, in its scheduling operation (its
 	 * sched_mutex released: driver_common.c calls pop_task that way). */
 	void on_worker_found_nothing(unsigned sched_ctx);

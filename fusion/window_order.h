@@ -22,7 +22,8 @@
 #define STARPU_FUSING_FUSION_WINDOW_ORDER_H
 
 #include <cstddef>
-#include <unordered_map>
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace fusing {
@@ -43,15 +44,22 @@ public:
 	{
 		std::size_t first = 0;
 		for (const Access<Handle> &access : accesses) {
-			auto it = last_.find(access.handle);
-			if (it == last_.end())
+			const Last *last = find(access.handle);
+			if (!last)
 				continue;
 			/* A read conflicts with writes, a write with every access. */
-			const long conflicting = access.writes ? it->second.any : it->second.writer;
+			const long conflicting = access.writes ? last->any : last->writer;
 			if (conflicting >= 0 && static_cast<std::size_t>(conflicting) > first)
 				first = static_cast<std::size_t>(conflicting);
 		}
 		return first;
+	}
+
+	/* The highest group holding an access of handle, -1 when none does. */
+	long last_access_group(const Handle &handle) const
+	{
+		const Last *last = find(handle);
+		return last ? last->any : -1;
 	}
 
 	/* Opens a group for a task with these accesses; returns its number. */
@@ -77,24 +85,79 @@ public:
 
 	/* After every group so far was handed to StarPU: StarPU orders what
 	 * follows after them by itself, so the window starts afresh (group
-	 * numbers start again at 0). */
+	 * numbers start again at 0).  O(1): entries of older windows are told
+	 * apart by their window number. */
 	void clear()
 	{
-		last_.clear();
 		opened_ = 0;
+		used_ = 0;
+		window_++;
 	}
 
 private:
+	/* Per handle, in an open-addressing table (a window is cleared often;
+	 * a node-based map would allocate every handle again each time). */
 	struct Last {
-		long writer = -1; /* highest group holding a write of the handle */
-		long any = -1;    /* highest group holding any access of it */
+		Handle handle{};
+		std::uint64_t window = 0; /* the entry is live when window == window_ */
+		long writer = -1;         /* highest group holding a write of the handle */
+		long any = -1;            /* highest group holding any access of it */
 	};
+
+	std::size_t slot_of(const Handle &handle) const
+	{
+		return (std::hash<Handle>()(handle) * 0x9E3779B97F4A7C15ull >> 7) & (slots_.size() - 1);
+	}
+
+	const Last *find(const Handle &handle) const
+	{
+		if (slots_.empty())
+			return nullptr;
+		for (std::size_t slot = slot_of(handle);; slot = (slot + 1) & (slots_.size() - 1)) {
+			const Last &last = slots_[slot];
+			if (last.window != window_)
+				return nullptr;
+			if (last.handle == handle)
+				return &last;
+		}
+	}
+
+	Last &find_or_add(const Handle &handle)
+	{
+		if (2 * (used_ + 1) > slots_.size())
+			grow();
+		for (std::size_t slot = slot_of(handle);; slot = (slot + 1) & (slots_.size() - 1)) {
+			Last &last = slots_[slot];
+			if (last.window != window_) {
+				last = Last{handle, window_, -1, -1};
+				used_++;
+				return last;
+			}
+			if (last.handle == handle)
+				return last;
+		}
+	}
+
+	void grow()
+	{
+		std::vector<Last> old;
+		old.swap(slots_);
+		slots_.assign(old.empty() ? 64 : 2 * old.size(), Last{});
+		used_ = 0;
+		const std::uint64_t current = window_;
+		for (const Last &last : old)
+			if (last.window == current) {
+				Last &moved = find_or_add(last.handle);
+				moved.writer = last.writer;
+				moved.any = last.any;
+			}
+	}
 
 	void record(std::size_t group, const std::vector<Access<Handle>> &accesses)
 	{
 		const long g = static_cast<long>(group);
 		for (const Access<Handle> &access : accesses) {
-			Last &last = last_[access.handle];
+			Last &last = find_or_add(access.handle);
 			if (g > last.any)
 				last.any = g;
 			if (access.writes && g > last.writer)
@@ -102,7 +165,9 @@ private:
 		}
 	}
 
-	std::unordered_map<Handle, Last> last_;
+	std::vector<Last> slots_;  /* size a power of two, at most half used */
+	std::size_t used_ = 0;     /* live entries */
+	std::uint64_t window_ = 1; /* slots_ start at window 0: none live */
 	std::size_t opened_ = 0;
 };
 

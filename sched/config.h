@@ -38,7 +38,7 @@ struct Config {
 	 * before StarPU sees them (needs the library preloaded);
 	 * both: submission-time fusion, and ready-time fusion of what it did
 	 * not defer. */
-	enum class Mode { ready, submission, both } mode = Mode::ready;
+	enum class Mode { ready, submission, both } mode = Mode::both;
 	bool mode_was_set = false; /* STARPU_FUSING_MODE given explicitly */
 };
 

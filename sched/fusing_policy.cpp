@@ -6,7 +6,12 @@
  * sched_mutex held, but _starpu_get_worker_task (driver_common.c, 1.3 and
  * 1.4) releases it before calling pop_task and keeps the worker in a
  * scheduling operation instead, which is why the engine relaxes before it
- * blocks there (engine.cpp, request_flush). */
+ * blocks there (engine.cpp, request_flush).
+ *
+ * Each callback marks its thread as inside StarPU (InsideStarpuScope): the
+ * base policies call StarPU functions of the flush barrier from there
+ * (dmdas's pop asks starpu_data_query_status), and a flush must never
+ * submit from inside a scheduling operation. */
 #include "sched/fusing_policy.h"
 
 #include "build_config.h" /* which policy fields this StarPU has */
@@ -74,6 +79,7 @@ void deinit_sched(unsigned sched_ctx)
 
 int push_task(struct starpu_task *task)
 {
+	InsideStarpuScope scheduling;
 	/* Counted before the push: once pushed, the task may start (and be
 	 * freed) before push_task returns. */
 	const unsigned sched_ctx = task->sched_ctx;
@@ -88,6 +94,7 @@ int push_task(struct starpu_task *task)
 
 struct starpu_task *pop_task(unsigned sched_ctx)
 {
+	InsideStarpuScope scheduling;
 	struct starpu_task *task = base->pop_task ? base->pop_task(sched_ctx) : nullptr;
 	if (!task)
 		if (Engine *e = current_engine())
@@ -97,6 +104,7 @@ struct starpu_task *pop_task(unsigned sched_ctx)
 
 void submit_hook(struct starpu_task *task)
 {
+	InsideStarpuScope scheduling;
 	if (Engine *e = current_engine())
 		e->on_submit(task);
 	if (base->submit_hook)
@@ -105,6 +113,7 @@ void submit_hook(struct starpu_task *task)
 
 void pre_exec_hook(struct starpu_task *task, unsigned sched_ctx)
 {
+	InsideStarpuScope scheduling;
 	if (base->pre_exec_hook)
 		base->pre_exec_hook(task, sched_ctx);
 	if (Engine *e = current_engine())
@@ -113,6 +122,7 @@ void pre_exec_hook(struct starpu_task *task, unsigned sched_ctx)
 
 void do_schedule(unsigned sched_ctx)
 {
+	InsideStarpuScope scheduling;
 	if (base->do_schedule)
 		base->do_schedule(sched_ctx);
 	if (Engine *e = current_engine())
@@ -136,22 +146,29 @@ void remove_workers(unsigned sched_ctx, int *workerids, unsigned nworkers)
 /* Pure forwarders, installed only where the base has the callback. */
 void push_task_notify(struct starpu_task *task, int workerid, int perf_workerid, unsigned sched_ctx)
 {
+	InsideStarpuScope scheduling;
 	base->push_task_notify(task, workerid, perf_workerid, sched_ctx);
 }
 
 void post_exec_hook(struct starpu_task *task, unsigned sched_ctx)
 {
-	base->post_exec_hook(task, sched_ctx);
+	InsideStarpuScope scheduling;
+	if (base->post_exec_hook)
+		base->post_exec_hook(task, sched_ctx);
+	if (Engine *e = current_engine())
+		e->on_task_finished(task);
 }
 
 double simulate_push_task(struct starpu_task *task)
 {
+	InsideStarpuScope scheduling;
 	return base->simulate_push_task(task);
 }
 
 #ifdef HAVE_STRUCT_STARPU_SCHED_POLICY_POP_EVERY_TASK
 struct starpu_task *pop_every_task(unsigned sched_ctx)
 {
+	InsideStarpuScope scheduling;
 	return base->pop_every_task(sched_ctx);
 }
 #endif
@@ -186,7 +203,7 @@ struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base
 	policy.add_workers = (base->add_workers || fusing) ? add_workers : nullptr;
 	policy.remove_workers = (base->remove_workers || fusing) ? remove_workers : nullptr;
 	policy.push_task_notify = base->push_task_notify ? push_task_notify : nullptr;
-	policy.post_exec_hook = base->post_exec_hook ? post_exec_hook : nullptr;
+	policy.post_exec_hook = (base->post_exec_hook || fusing) ? post_exec_hook : nullptr;
 	policy.simulate_push_task = base->simulate_push_task ? simulate_push_task : nullptr;
 #ifdef HAVE_STRUCT_STARPU_SCHED_POLICY_POP_EVERY_TASK
 	policy.pop_every_task = base->pop_every_task ? pop_every_task : nullptr;

@@ -34,6 +34,7 @@ void mark_tree(fusing::SubmissionWindow *window, starpu_data_handle_t root)
 		mark_tree(window, starpu_data_get_child(root, static_cast<unsigned>(i)));
 }
 
+/* Partitioning is rare: a lookup per call costs nothing that matters. */
 template <typename Function>
 Function starpu_definition(const char *name)
 {

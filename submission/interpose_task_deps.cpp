@@ -7,7 +7,10 @@
  * sees that task terminate, so the declaration flushes the window, waits
  * until the task has run (its group is in StarPU's hands by then), and
  * leaves it out, which is what StarPU does with a dependency on a task that
- * has terminated.  The declaring thread. */
+ * has terminated (live_members.h).  The declaring thread.
+ *
+ * Also here: starpu_task_destroy and starpu_task_clean, after which a task's
+ * address may name another task. */
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
@@ -17,32 +20,39 @@
 
 namespace {
 
-using DeclareArray = void (*)(struct starpu_task *, unsigned, struct starpu_task *[]);
+using DeclareArray = fusing::StarpuFunction<void (*)(struct starpu_task *, unsigned, struct starpu_task *[])>;
+DeclareArray starpu_declare_deps_array("starpu_task_declare_deps_array");
+DeclareArray starpu_declare_end_deps_array("starpu_task_declare_end_deps_array");
+fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_destroy("starpu_task_destroy");
+fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_clean("starpu_task_clean");
 
-void declare(const char *array_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[])
+void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[])
 {
-	DeclareArray starpu_declare = reinterpret_cast<DeclareArray>(fusing::starpu_own_function(array_function));
+	auto starpu_declare = starpu_function.get();
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	if (!window || fusing::InsideStarpuScope::active())
 		return starpu_declare(task, ndeps, deps);
 	window->flush();
 	std::vector<struct starpu_task *> kept;
 	kept.reserve(ndeps);
-	for (unsigned i = 0; i < ndeps; i++) {
-		if (window->live().contains(deps[i]))
-			window->live().wait_until_finished(deps[i]);
-		else
+	for (unsigned i = 0; i < ndeps; i++)
+		if (!window->live().was_deferred(deps[i]))
 			kept.push_back(deps[i]);
-	}
 	starpu_declare(task, static_cast<unsigned>(kept.size()), kept.data());
 }
 
-void declare_listed(const char *array_function, struct starpu_task *task, unsigned ndeps, va_list args)
+void declare_listed(DeclareArray &array_function, struct starpu_task *task, unsigned ndeps, va_list args)
 {
 	std::vector<struct starpu_task *> deps(ndeps);
 	for (unsigned i = 0; i < ndeps; i++)
 		deps[i] = va_arg(args, struct starpu_task *);
 	declare(array_function, task, ndeps, deps.data());
+}
+
+void forget(struct starpu_task *task)
+{
+	if (fusing::SubmissionWindow *window = fusing::active_submission_window())
+		window->live().forget(task);
 }
 
 } // namespace
@@ -51,28 +61,40 @@ extern "C" {
 
 FUSING_PUBLIC void starpu_task_declare_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare("starpu_task_declare_deps_array", task, ndeps, task_array);
+	declare(starpu_declare_deps_array, task, ndeps, task_array);
 }
 
 FUSING_PUBLIC void starpu_task_declare_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed("starpu_task_declare_deps_array", task, ndeps, args);
+	declare_listed(starpu_declare_deps_array, task, ndeps, args);
 	va_end(args);
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare("starpu_task_declare_end_deps_array", task, ndeps, task_array);
+	declare(starpu_declare_end_deps_array, task, ndeps, task_array);
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed("starpu_task_declare_end_deps_array", task, ndeps, args);
+	declare_listed(starpu_declare_end_deps_array, task, ndeps, args);
 	va_end(args);
+}
+
+FUSING_PUBLIC void starpu_task_destroy(struct starpu_task *task)
+{
+	forget(task);
+	starpu_destroy.get()(task);
+}
+
+FUSING_PUBLIC void starpu_task_clean(struct starpu_task *task)
+{
+	forget(task);
+	starpu_clean.get()(task);
 }
 
 } // extern "C"

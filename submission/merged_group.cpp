@@ -92,13 +92,16 @@ void finish_group(void *arg)
 			RunningMemberScope running(member, group->members.size());
 			callback(member->callback_arg);
 		}
-		/* Deferred tasks are detached with destroy = 1 (window.cpp):
+		/* Deferred tasks are detached (window.cpp): with destroy = 1
 		 * StarPU would free them now.  starpu_task_destroy refuses
 		 * such a task, so the flag goes first; the task is not the
 		 * current one here, so it is freed at once. */
-		group->reports.live->finished(member);
-		member->destroy = 0;
-		starpu_task_destroy(member);
+		if (member->destroy) {
+			member->destroy = 0;
+			starpu_task_destroy(member);
+		} else {
+			group->reports.live->finished(member);
+		}
 	}
 	delete group;
 }
@@ -146,18 +149,17 @@ GroupCodelets &group_codelets()
  * handle only if a member reads it before any earlier member wrote it (a
  * STARPU_W-only first use of a never-initialised handle must stay W, or
  * StarPU refuses to read it).  It writes it if any member does. */
-void fetch_only_what_members_read_first(const std::vector<unsigned> &first_use, const std::vector<unsigned> &buffer_of_use,
-					const std::vector<enum starpu_data_access_mode> &use_modes,
+void fetch_only_what_members_read_first(const GroupMembers &members, const std::vector<unsigned> &buffer_of_use,
 					std::vector<enum starpu_data_access_mode> &merged_modes)
 {
 	const std::size_t nhandles = merged_modes.size();
+	const std::vector<enum starpu_data_access_mode> &use_modes = members.use_modes;
 	std::vector<bool> written(nhandles, false), fetched(nhandles, false), any_write(nhandles, false);
-	for (std::size_t m = 0; m < first_use.size(); m++) {
-		const std::size_t end = m + 1 < first_use.size() ? first_use[m + 1] : buffer_of_use.size();
-		for (std::size_t u = first_use[m]; u < end; u++)
+	for (std::size_t m = 0; m < members.tasks.size(); m++) {
+		for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
 			if ((use_modes[u] & STARPU_R) && !written[buffer_of_use[u]])
 				fetched[buffer_of_use[u]] = true;
-		for (std::size_t u = first_use[m]; u < end; u++)
+		for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
 			if (use_modes[u] & STARPU_W)
 				written[buffer_of_use[u]] = any_write[buffer_of_use[u]] = true;
 	}
@@ -178,28 +180,20 @@ bool is_group_task(const struct starpu_task *task)
 	return task->cl && task->cl->cpu_funcs[0] == run_group;
 }
 
-void submit_group(std::vector<struct starpu_task *> members, unsigned sched_ctx, double predicted_us,
-		  const GroupReports &reports, SubmitFunction real_submit)
+std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predicted_us, const GroupReports &reports,
+		  SubmitFunction real_submit)
 {
-	RunningGroup *group = new RunningGroup{std::move(members), {}, {}, true, std::nullopt, reports, predicted_us};
-	std::vector<starpu_data_handle_t> use_handles;
-	std::vector<enum starpu_data_access_mode> use_modes;
+	auto merged = merge_buffers(members.use_handles, members.use_modes);
+	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
+	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
+					       true, std::nullopt, reports, predicted_us};
 	int priority = group->members.front()->priority;
 	bool any_prologue = false;
 	for (struct starpu_task *member : group->members) {
-		group->first_use.push_back(static_cast<unsigned>(use_handles.size()));
-		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(member);
-		for (unsigned b = 0; b < nbuffers; b++) {
-			use_handles.push_back(STARPU_TASK_GET_HANDLE(member, b));
-			use_modes.push_back(STARPU_TASK_GET_MODE(member, b));
-		}
 		priority = std::max(priority, member->priority);
 		group->one_codelet = group->one_codelet && member->cl == group->members.front()->cl;
 		any_prologue = any_prologue || member->prologue_callback_func;
 	}
-	auto merged = merge_buffers(use_handles, use_modes);
-	group->buffer_of_use = std::move(merged.index_of_use);
-	fetch_only_what_members_read_first(group->first_use, group->buffer_of_use, use_modes, merged.modes);
 	if (group->one_codelet && group->members.size() > 1 && group->members.front()->cl->nbuffers != STARPU_VARIABLE_NBUFFERS)
 		group->batched = batched_implementation_for(group->members.front()->cl);
 
@@ -218,12 +212,14 @@ void submit_group(std::vector<struct starpu_task *> members, unsigned sched_ctx,
 		task->prologue_callback_arg = group;
 	}
 	const std::size_t count = group->members.size();
+	const std::size_t nhandles = merged.handles.size();
 	int ret = real_submit(task);
 	if (ret != 0) {
 		std::fprintf(stderr, "starpu-fusing: StarPU refused the merged task of %zu deferred tasks (error %d: %s); "
 			     "they cannot run, stopping\n", count, ret, std::strerror(-ret));
 		std::abort();
 	}
+	return nhandles;
 }
 
 } // namespace fusing

@@ -38,11 +38,43 @@ struct GroupReports {
 
 using SubmitFunction = int (*)(struct starpu_task *);
 
-/* Submits members (in order, at least one, all of context sched_ctx) as one
- * task through real_submit; predicted_us is NaN when unknown.  A refused
- * submission stops the program with a message: the members could not run. */
-void submit_group(std::vector<struct starpu_task *> members, unsigned sched_ctx, double predicted_us,
-		  const GroupReports &reports, SubmitFunction real_submit);
+/* A group's members in order, and their buffers as they were when each was
+ * deferred: a program may change its codelet's modes[] before its next
+ * submission (DAHL does), and StarPU reads them at submission. */
+struct GroupMembers {
+	std::vector<struct starpu_task *> tasks;
+	std::vector<unsigned> first_use; /* task m's buffers are uses first_use[m].. */
+	std::vector<starpu_data_handle_t> use_handles;
+	std::vector<enum starpu_data_access_mode> use_modes;
+
+	/* Room for tasks of nbuffers each: one allocation per group. */
+	void reserve(std::size_t tasks_count, unsigned nbuffers)
+	{
+		tasks.reserve(tasks_count);
+		first_use.reserve(tasks_count);
+		use_handles.reserve(tasks_count * nbuffers);
+		use_modes.reserve(tasks_count * nbuffers);
+	}
+	void add(struct starpu_task *task)
+	{
+		tasks.push_back(task);
+		first_use.push_back(static_cast<unsigned>(use_handles.size()));
+		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+		for (unsigned b = 0; b < nbuffers; b++) {
+			use_handles.push_back(STARPU_TASK_GET_HANDLE(task, b));
+			use_modes.push_back(STARPU_TASK_GET_MODE(task, b));
+		}
+	}
+	/* Uses of task m: [first_use[m], end_use(m)). */
+	std::size_t end_use(std::size_t m) const { return m + 1 < tasks.size() ? first_use[m + 1] : use_handles.size(); }
+};
+
+/* Submits members (at least one, all of context sched_ctx) as one task
+ * through real_submit; predicted_us is NaN when unknown.  Returns the
+ * number of distinct handles it has.  A refused submission stops the program
+ * with a message: the members could not run. */
+std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predicted_us, const GroupReports &reports,
+		  SubmitFunction real_submit);
 
 /* True when task is a group's merged task. */
 bool is_group_task(const struct starpu_task *task);

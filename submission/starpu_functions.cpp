@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,15 +22,8 @@ void *starpu_own_function(const char *name)
 
 int starpu_own_task_submit(struct starpu_task *task)
 {
-	using Submit = int (*)(struct starpu_task *);
-	/* Every thread finds the same address: a race only stores it twice. */
-	static std::atomic<Submit> resolved{nullptr};
-	Submit submit = resolved.load(std::memory_order_acquire);
-	if (!submit) {
-		submit = reinterpret_cast<Submit>(starpu_own_function("starpu_task_submit"));
-		resolved.store(submit, std::memory_order_release);
-	}
-	return submit(task);
+	static StarpuFunction<int (*)(struct starpu_task *)> submit("starpu_task_submit");
+	return submit.get()(task);
 }
 
 bool submissions_reach_this_library()

@@ -5,11 +5,34 @@
 
 #include <starpu.h>
 
+#include <atomic>
+
 namespace fusing {
 
 /* StarPU's definition of name; stops the program with a message naming it
- * when StarPU has none. */
+ * when StarPU has none.  A dlsym each time: callers keep the answer. */
 void *starpu_own_function(const char *name);
+
+/* StarPU's definition of one function, looked up once.  A static object per
+ * function; a race between two first calls stores the same address twice. */
+template <typename Function>
+class StarpuFunction {
+public:
+	explicit constexpr StarpuFunction(const char *name) : name_(name) {}
+	Function get()
+	{
+		Function function = resolved_.load(std::memory_order_acquire);
+		if (!function) {
+			function = reinterpret_cast<Function>(starpu_own_function(name_));
+			resolved_.store(function, std::memory_order_release);
+		}
+		return function;
+	}
+
+private:
+	const char *const name_;
+	std::atomic<Function> resolved_{nullptr};
+};
 
 int starpu_own_task_submit(struct starpu_task *task);
 

@@ -11,6 +11,10 @@
 namespace fusing {
 namespace {
 
+/* See deferrable(): about ten times what StarPU spends on one task of its
+ * own (measured: ~10,000 instructions, a few µs; README, instruction counts). */
+constexpr double kWorthRunningAlone_us = 50.0;
+
 std::atomic<SubmissionWindow *> active_window{nullptr};
 thread_local unsigned inside_starpu_depth = 0;
 
@@ -49,7 +53,8 @@ bool InsideStarpuScope::active()
 SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, const ContextLoad &load,
 				   CodeletObservations &observations, Statistics *stats, SubmitFunction real_submit)
 	: limits_(limits), selected_(std::move(selected)), predict_(std::move(predict)), load_(load),
-	  observations_(observations), stats_(stats), real_submit_(real_submit)
+	  observations_(observations), stats_(stats), real_submit_(real_submit),
+	  max_window_tasks_(std::size_t(limits.max_group_tasks) * 256)
 {
 	closer_ = std::thread([this] { close_periodically(); });
 }
@@ -68,9 +73,9 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 {
 	/* StarPU already knows the task: dependencies or end dependencies were
 	 * declared by it or on it (that creates its job), or it was submitted
-	 * before.  Tags, waits (detach = 0) and tasks the program keeps
-	 * (destroy = 0) can all observe it after submission. */
-	if (task->starpu_private || task->use_tag || !task->detach || !task->destroy)
+	 * before.  Tags and waits (detach = 0) observe its termination.
+	 * Dependencies declared on it later are handled (live_members.h). */
+	if (task->starpu_private || task->use_tag || !task->detach)
 		return false;
 	if (is_merged_task(task) || is_group_task(task))
 		return false;
@@ -80,6 +85,11 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	 * the merged task would bring back the dependencies the program turned
 	 * off, possibly on a task that waits for this one. */
 	if (task->handles_sequential_consistency)
+		return false;
+	/* StarPU loads a codelet's models when it first sees one of its tasks
+	 * (_starpu_init_and_load_perfmodel, core/task.c); until then the
+	 * task goes to StarPU. */
+	if ((task->cl->model && !task->cl->model->is_loaded) || (task->cl->energy_model && !task->cl->energy_model->is_loaded))
 		return false;
 	/* where = -1 (StarPU's default) means the codelet's. */
 	if (task->where == -1 && task->cl->where != 0 && !(task->cl->where & STARPU_CPU))
@@ -105,11 +115,19 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	predicted_us = predict_(task);
 	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
 		return false;
+	/* While a worker waits for work, a task long enough to keep it busy
+	 * for a while, or not measured yet, goes to it now: merging it would
+	 * save a few µs of StarPU's time and could serialise it behind others
+	 * (doc/design.md, section 12); run alone, it gets measured
+	 * (Engine::on_task_finished).  Shorter ones are merged anyway:
+	 * submitting them one by one is what keeps the worker waiting. */
+	if (!(predicted_us < kWorthRunningAlone_us) && !load_.every_worker_busy(ctx))
+		return false;
 	bytes = 0;
-	if (limits_.close_at_bytes > 0) {
+	if (limits_.close_at_bytes > 0 || limits_.working_set_bytes > 0) {
 		for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
 			bytes += starpu_data_get_size(STARPU_TASK_GET_HANDLE(task, i));
-		if (bytes > limits_.close_at_bytes)
+		if (limits_.close_at_bytes > 0 && bytes > limits_.close_at_bytes)
 			return false;
 	}
 	return true;
@@ -135,6 +153,7 @@ void SubmissionWindow::mark_partitioned(starpu_data_handle_t handle)
 
 int SubmissionWindow::submit(struct starpu_task *task)
 {
+	live_.forget(task); /* a kept task submitted again */
 	unsigned ctx = 0;
 	double predicted_us = NAN;
 	std::uint64_t bytes = 0;
@@ -158,35 +177,45 @@ int SubmissionWindow::submit(struct starpu_task *task)
 void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes)
 {
 	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
-	std::vector<Access<starpu_data_handle_t>> accesses(nbuffers);
+	std::vector<Access<starpu_data_handle_t>> &accesses = accesses_;
+	accesses.resize(nbuffers);
 	for (unsigned i = 0; i < nbuffers; i++)
 		accesses[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
-	const std::size_t conflict_group = order_.first_allowed_group(accesses);
-	const std::size_t lowest = std::max(conflict_group, first_open_);
+	const std::size_t lowest = std::max(order_.first_allowed_group(accesses), first_open_);
 	auto joinable = [&](std::size_t g) {
 		return g >= lowest && g < groups_.size() && groups_[g].sched_ctx == ctx && !full(groups_[g]);
 	};
-	/* The group of the latest task it conflicts with (its producer:
-	 * vertical fusion), else the newest group, else a new one. */
+	/* A task that writes a handle continues the chain of that handle's
+	 * last accessor: it joins that task's group (vertical fusion: a chain
+	 * of read-write tasks becomes one merged task with one handle), or
+	 * opens the chain's next group when that one is closed or full.  Other
+	 * tasks (only reads, or writes of data new to the window) join the
+	 * newest group (horizontal fusion). */
+	long chain_group = -1;
+	for (const Access<starpu_data_handle_t> &access : accesses)
+		if (access.writes)
+			chain_group = std::max(chain_group, order_.last_access_group(access.handle));
 	std::size_t group;
-	if (joinable(conflict_group)) {
-		group = conflict_group;
+	if (chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group))) {
+		group = static_cast<std::size_t>(chain_group);
 		order_.join(group, accesses);
-	} else if (!groups_.empty() && joinable(groups_.size() - 1)) {
+	} else if (chain_group < 0 && !groups_.empty() && joinable(groups_.size() - 1)) {
 		group = groups_.size() - 1;
 		order_.join(group, accesses);
 	} else {
 		group = order_.open(accesses);
 		groups_.push_back(Group{{}, ctx});
+		groups_.back().members.reserve(limits_.max_group_tasks, nbuffers);
 	}
 	Group &g = groups_[group];
-	g.members.push_back(task);
+	g.members.add(task);
 	if (std::isnan(predicted_us))
 		g.unpredicted = true;
 	else
 		g.predicted_us += predicted_us;
 	g.bytes += bytes;
-	live_.add(task);
+	if (!task->destroy)
+		live_.add(task);
 	tasks_deferred_.fetch_add(1, std::memory_order_relaxed);
 	if (deferred_.fetch_add(1, std::memory_order_relaxed) == 0) {
 		oldest_deferred_us_ = starpu_timing_now();
@@ -197,12 +226,17 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	}
 	if (full(g))
 		submit_groups_through(group);
+	else if (deferred_.load(std::memory_order_relaxed) >= max_window_tasks_)
+		flush_locked();
 }
 
 bool SubmissionWindow::full(const Group &group) const
 {
-	return group.members.size() >= limits_.max_group_tasks || group.predicted_us >= limits_.target_us ||
-	       (limits_.close_at_bytes > 0 && group.bytes >= limits_.close_at_bytes);
+	/* The caches' cap counts every use of a handle (a ready-time batch
+	 * counts distinct handles): a group may close a little early. */
+	return group.members.tasks.size() >= limits_.max_group_tasks || group.predicted_us >= limits_.target_us ||
+	       (limits_.close_at_bytes > 0 && group.bytes >= limits_.close_at_bytes) ||
+	       (limits_.working_set_bytes > 0 && group.bytes >= limits_.working_set_bytes);
 }
 
 void SubmissionWindow::submit_groups_through(std::size_t group_number)
@@ -210,15 +244,16 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 	const GroupReports reports{&observations_, stats_, &live_};
 	for (std::size_t g = first_open_; g <= group_number; g++) {
 		Group &group = groups_[g];
-		if (group.members.empty())
+		if (group.members.tasks.empty())
 			continue;
-		const std::size_t count = group.members.size();
+		const std::size_t count = group.members.tasks.size();
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		{
 			InsideStarpuScope inside;
-			submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports, real_submit_);
+			const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports, real_submit_);
+			handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		}
-		group.members.clear();
+		group.members = GroupMembers();
 		deferred_.fetch_sub(count, std::memory_order_relaxed);
 		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 	}

@@ -50,6 +50,7 @@ public:
 		double max_delay_us;           /* STARPU_FUSING_MAX_DELAY */
 		double max_generic_task_us;    /* STARPU_FUSING_MAX_TASK */
 		std::uint64_t close_at_bytes;  /* the memory cap (fusion/engine.h); 0: none */
+		std::uint64_t working_set_bytes; /* STARPU_FUSING_CACHE_CAP; 0: none */
 	};
 	/* Whether the program's settings let this task be fused at all
 	 * (eligibility, STARPU_FUSING_ONLY/EXCLUDE); predicted duration of one
@@ -83,13 +84,14 @@ public:
 	/* What STARPU_FUSING_STATS prints. */
 	std::uint64_t tasks_deferred() const { return tasks_deferred_.load(std::memory_order_relaxed); }
 	std::uint64_t groups_submitted() const { return groups_submitted_.load(std::memory_order_relaxed); }
+	std::uint64_t handles_submitted() const { return handles_submitted_.load(std::memory_order_relaxed); }
 
 	SubmissionWindow(const SubmissionWindow &) = delete;
 	SubmissionWindow &operator=(const SubmissionWindow &) = delete;
 
 private:
 	struct Group {
-		std::vector<struct starpu_task *> members;
+		GroupMembers members;
 		unsigned sched_ctx;
 		double predicted_us = 0.0; /* sum over members with a prediction */
 		bool unpredicted = false;  /* some member had none */
@@ -114,9 +116,13 @@ private:
 	CodeletObservations &observations_;
 	Statistics *const stats_;
 	const SubmitFunction real_submit_;
+	/* Chains fill one group each: a window holds up to this many tasks
+	 * before it is flushed whole. */
+	const std::size_t max_window_tasks_;
 
 	std::recursive_mutex mutex_;
 	WindowOrder<starpu_data_handle_t> order_; /* guarded by mutex_ */
+	std::vector<Access<starpu_data_handle_t>> accesses_; /* guarded by mutex_: place()'s, kept for its capacity */
 	std::vector<Group> groups_;               /* guarded by mutex_; groups_[i] is group number i */
 	std::size_t first_open_ = 0;              /* guarded by mutex_: groups below went to StarPU */
 	double oldest_deferred_us_ = 0.0;         /* guarded by mutex_ */
@@ -130,6 +136,7 @@ private:
 
 	std::atomic<std::uint64_t> tasks_deferred_{0};
 	std::atomic<std::uint64_t> groups_submitted_{0};
+	std::atomic<std::uint64_t> handles_submitted_{0}; /* over every merged task */
 
 	std::mutex closer_mutex_;
 	std::condition_variable closer_wakeup_;

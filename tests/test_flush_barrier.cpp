@@ -1,0 +1,308 @@
+/* The flush barrier of submission-time fusion (doc/design.md, section 12):
+ * one test per family of StarPU functions that can observe deferred work.
+ *
+ * Every test starts the same way, on one CPU worker: a blocker task occupies
+ * the worker, then kIncrements tasks incrementing one vector are submitted
+ * and deferred (the window holds them: the worker never finds itself idle
+ * and STARPU_FUSING_MAX_DELAY is 10 s).  Their prologue sets `handed`, which
+ * StarPU runs when it gets their merged task; the blocker returns once it is
+ * set.  The test asserts that nothing was handed yet, calls the function,
+ * and asserts that the window was flushed before StarPU's function ran:
+ * `handed` is set when the call returns, and what the function observes
+ * includes the increments.  A function that did not flush fails: a blocking
+ * call returns without them, or (shutdown) the library reports deferred
+ * tasks left behind.
+ *
+ * Usage: test_flush_barrier BASE[.barrier] */
+#include "cmocka.hpp"
+#include "policy_test.hpp"
+#include "starpu_fusing.h"
+
+#include <starpu.h>
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+const long kIncrements = 8;
+
+std::atomic<bool> handed{false};
+
+void note_handed(void *)
+{
+	handed = true;
+}
+
+void block_until_handed(void **, void *)
+{
+	while (!handed)
+		sched_yield();
+}
+
+void increment(void **buffers, void *)
+{
+	long *values = reinterpret_cast<long *>(STARPU_VECTOR_GET_PTR(buffers[0]));
+	values[0]++;
+}
+
+/* The dependency and its dependent (barrier_dependency_on_a_deferred_task). */
+std::atomic<bool> dependency_ran{false};
+std::atomic<bool> dependent_saw_dependency{false};
+void increment_as_dependency(void **buffers, void *arg)
+{
+	increment(buffers, arg);
+	dependency_ran = true;
+}
+void check_dependency_ran(void **, void *)
+{
+	dependent_saw_dependency = dependency_ran.load();
+}
+
+struct starpu_codelet make_codelet(void (*function)(void **, void *), unsigned nbuffers, const char *name)
+{
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = function;
+	cl.nbuffers = static_cast<int>(nbuffers);
+	cl.modes[0] = STARPU_RW;
+	cl.name = name;
+	return cl;
+}
+
+struct starpu_codelet blocker_cl = make_codelet(block_until_handed, 0, "blocker");
+struct starpu_codelet increment_cl = make_codelet(increment, 1, "increment");
+struct starpu_codelet dependency_cl = make_codelet(increment_as_dependency, 1, "dependency");
+struct starpu_codelet dependent_cl = make_codelet(check_dependency_ran, 1, "dependent");
+
+/* What each test shares. */
+struct Run {
+	long values[2] = {0, 0};
+	starpu_data_handle_t handle = nullptr;
+	struct starpu_task *blocker = nullptr;
+};
+Run run;
+
+struct starpu_task *increment_task()
+{
+	struct starpu_task *task = starpu_task_create();
+	task->cl = &increment_cl;
+	task->handles[0] = run.handle;
+	task->prologue_callback_func = note_handed;
+	return task;
+}
+
+/* Starts StarPU, occupies its worker and defers kIncrements tasks. */
+void start(const char *test)
+{
+	watchdog_arm(test, 60);
+	handed = false;
+	dependency_ran = dependent_saw_dependency = false;
+	run = Run();
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	assert_int_equal(starpu_init(&conf), 0);
+	starpu_vector_data_register(&run.handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(run.values), 2, sizeof(long));
+	run.blocker = starpu_task_create();
+	run.blocker->cl = &blocker_cl;
+	run.blocker->detach = 0; /* waited for: never deferred */
+	assert_int_equal(starpu_task_submit(run.blocker), 0);
+	for (long i = 0; i < kIncrements; i++)
+		assert_int_equal(starpu_task_submit(increment_task()), 0);
+	/* The premise: the window holds them. */
+	assert_false(handed.load());
+}
+
+void finish(bool registered = true)
+{
+	assert_int_equal(starpu_task_wait(run.blocker), 0);
+	if (registered)
+		starpu_data_unregister(run.handle);
+	starpu_shutdown();
+	assert_int_equal(run.values[0], kIncrements);
+	watchdog_disarm();
+}
+
+/* ------------------------------------------------------------------ tests */
+
+void barrier_data_acquire(void **)
+{
+	start("barrier_data_acquire");
+	assert_int_equal(starpu_data_acquire(run.handle, STARPU_R), 0);
+	assert_true(handed.load());
+	assert_int_equal(run.values[0], kIncrements);
+	starpu_data_release(run.handle);
+	finish();
+}
+
+void barrier_data_unregister(void **)
+{
+	start("barrier_data_unregister");
+	starpu_data_unregister(run.handle);
+	assert_true(handed.load());
+	assert_int_equal(run.values[0], kIncrements);
+	finish(false);
+}
+
+void barrier_data_invalidate(void **)
+{
+	start("barrier_data_invalidate");
+	starpu_data_invalidate_submit(run.handle);
+	assert_true(handed.load());
+	assert_int_equal(starpu_task_wait(run.blocker), 0);
+	starpu_data_unregister_no_coherency(run.handle);
+	starpu_shutdown();
+	watchdog_disarm();
+}
+
+void barrier_data_partition(void **)
+{
+	start("barrier_data_partition");
+	struct starpu_data_filter halves = {};
+	halves.filter_func = starpu_vector_filter_block;
+	halves.nchildren = 2;
+	starpu_data_partition(run.handle, &halves);
+	assert_true(handed.load());
+	starpu_data_unpartition(run.handle, STARPU_MAIN_RAM);
+	finish();
+}
+
+void barrier_data_partition_plan(void **)
+{
+	start("barrier_data_partition_plan");
+	struct starpu_data_filter halves = {};
+	halves.filter_func = starpu_vector_filter_block;
+	halves.nchildren = 2;
+	starpu_data_handle_t children[2];
+	starpu_data_partition_plan(run.handle, &halves, children);
+	assert_true(handed.load());
+	starpu_data_partition_clean(run.handle, 2, children);
+	finish();
+}
+
+void barrier_data_prefetch(void **)
+{
+	start("barrier_data_prefetch");
+	assert_int_equal(starpu_data_prefetch_on_node(run.handle, STARPU_MAIN_RAM, 1), 0);
+	assert_true(handed.load());
+	finish();
+}
+
+void barrier_sequential_consistency_change(void **)
+{
+	start("barrier_sequential_consistency_change");
+	starpu_data_set_sequential_consistency_flag(run.handle, 0);
+	assert_true(handed.load());
+	starpu_data_set_sequential_consistency_flag(run.handle, 1);
+	finish();
+}
+
+void barrier_task_wait_for_all(void **)
+{
+	start("barrier_task_wait_for_all");
+	starpu_task_wait_for_all();
+	assert_true(handed.load());
+	assert_int_equal(run.values[0], kIncrements);
+	finish();
+}
+
+void barrier_tags(void **)
+{
+	start("barrier_tags");
+	const starpu_tag_t tag = 0x5eed;
+	starpu_tag_notify_from_apps(tag);
+	assert_true(handed.load());
+	starpu_tag_remove(tag);
+	finish();
+}
+
+/* A dependency declared on a task the window deferred, which StarPU never
+ * sees terminate: the declaration waits for it and leaves it out. */
+void barrier_dependency_on_a_deferred_task(void **)
+{
+	start("barrier_dependency_on_a_deferred_task");
+	struct starpu_task *kept = increment_task();
+	kept->cl = &dependency_cl;
+	kept->destroy = 0; /* the program keeps it, so it may name it later */
+	assert_int_equal(starpu_task_submit(kept), 0);
+	struct starpu_task *dependent = starpu_task_create();
+	dependent->cl = &dependent_cl;
+	dependent->handles[0] = run.handle;
+	starpu_task_declare_deps_array(dependent, 1, &kept);
+	assert_true(handed.load());
+	assert_int_equal(starpu_task_submit(dependent), 0);
+	starpu_task_wait_for_all();
+	assert_true(dependent_saw_dependency.load());
+	starpu_task_destroy(kept);
+	assert_int_equal(starpu_task_wait(run.blocker), 0);
+	starpu_data_unregister(run.handle);
+	starpu_shutdown();
+	assert_int_equal(run.values[0], kIncrements + 1);
+	watchdog_disarm();
+}
+
+void barrier_contexts(void **)
+{
+	start("barrier_contexts");
+	unsigned context = starpu_sched_ctx_get_context();
+	if (context == STARPU_NMAX_SCHED_CTXS)
+		context = 0;
+	starpu_sched_ctx_set_context(&context);
+	assert_true(handed.load());
+	finish();
+}
+
+void barrier_pause(void **)
+{
+	start("barrier_pause");
+	starpu_pause();
+	assert_true(handed.load());
+	starpu_resume();
+	finish();
+}
+
+void barrier_shutdown(void **)
+{
+	start("barrier_shutdown");
+	struct starpu_task *blocker = run.blocker;
+	/* No wait, no unregistration: shutdown itself must flush. */
+	starpu_shutdown();
+	assert_true(handed.load());
+	assert_int_equal(run.values[0], kIncrements);
+	starpu_task_destroy(blocker);
+	watchdog_disarm();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		std::fprintf(stderr, "usage: %s BASE[.barrier]\n", argv[0]);
+		return 99;
+	}
+	configure_tested_policy(tested_policy_from_file(argv[1], ".barrier"));
+	setenv("STARPU_NCPU", "1", 1);
+	setenv("STARPU_FUSING_MODE", "submission", 1);
+	setenv("STARPU_FUSING_MAX_DELAY", "10s", 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(barrier_data_acquire),
+		cmocka_unit_test(barrier_data_unregister),
+		cmocka_unit_test(barrier_data_invalidate),
+		cmocka_unit_test(barrier_data_partition),
+		cmocka_unit_test(barrier_data_partition_plan),
+		cmocka_unit_test(barrier_data_prefetch),
+		cmocka_unit_test(barrier_sequential_consistency_change),
+		cmocka_unit_test(barrier_task_wait_for_all),
+		cmocka_unit_test(barrier_tags),
+		cmocka_unit_test(barrier_dependency_on_a_deferred_task),
+		cmocka_unit_test(barrier_contexts),
+		cmocka_unit_test(barrier_pause),
+		cmocka_unit_test(barrier_shutdown),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
