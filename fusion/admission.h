@@ -34,6 +34,17 @@ struct ContextLoad {
 	/* Incremented before a push, decremented when the task starts. */
 	std::array<std::atomic<long>, STARPU_NMAX_SCHED_CTXS> queued_not_started{};
 
+	/* Incremented when a task starts (pre_exec_hook), decremented when it
+	 * ends (post_exec_hook), on the worker running it. */
+	std::array<std::atomic<long>, STARPU_NMAX_SCHED_CTXS> running{};
+
+	/* Some CPU worker of ctx neither runs a task nor has one queued. */
+	bool some_worker_waits(unsigned ctx) const
+	{
+		return queued_not_started[ctx].load(std::memory_order_relaxed) + running[ctx].load(std::memory_order_relaxed) <
+		       static_cast<long>(cpu_workers[ctx].load(std::memory_order_relaxed));
+	}
+
 	bool every_worker_busy(unsigned ctx) const
 	{
 		return every_worker_has_queued_work(queued_not_started[ctx].load(std::memory_order_relaxed),

@@ -242,8 +242,9 @@ double Engine::predict_member_us(struct starpu_task *task)
 	return predicted_us;
 }
 
-void Engine::on_task_finished(const struct starpu_task *task)
+void Engine::on_task_finished(const struct starpu_task *task, unsigned sched_ctx)
 {
+	load_.running[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
 	if (timed_task == task) {
 		timed_task = nullptr;
 		observations_.record_member_us(task->cl, starpu_timing_now() - timed_task_start_us);
@@ -272,6 +273,7 @@ void Engine::on_task_starting(const struct starpu_task *task, unsigned sched_ctx
 	/* Set by model-aware bases when they placed the task. */
 	if (task->cl && !std::isnan(task->predicted) && !is_merged_task(task))
 		observations_.note_base_predicts(task->cl);
+	load_.running[sched_ctx].fetch_add(1, std::memory_order_relaxed);
 	/* Tasks bound to a worker bypass push_task, so were never counted. */
 	if (task->execute_on_a_specific_worker)
 		return;

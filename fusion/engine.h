@@ -65,7 +65,7 @@ public:
 	/* pre_exec_hook: the worker about to run task. */
 	void on_task_starting(const struct starpu_task *task, unsigned sched_ctx);
 	/* post_exec_hook: the worker that ran task. */
-	void on_task_finished(const struct starpu_task *task);
+	void on_task_finished(const struct starpu_task *task, unsigned sched_ctx);
 	/* pop_task found nothing: the worker, in its scheduling operation (its
 	 * sched_mutex released: driver_common.c calls pop_task that way). */
 	void on_worker_found_nothing(unsigned sched_ctx);

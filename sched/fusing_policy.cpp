@@ -156,7 +156,7 @@ void post_exec_hook(struct starpu_task *task, unsigned sched_ctx)
 	if (base->post_exec_hook)
 		base->post_exec_hook(task, sched_ctx);
 	if (Engine *e = current_engine())
-		e->on_task_finished(task);
+		e->on_task_finished(task, sched_ctx);
 }
 
 double simulate_push_task(struct starpu_task *task)

@@ -15,6 +15,10 @@ namespace {
  * own (measured: ~10,000 instructions, a few µs; README, instruction counts). */
 constexpr double kWorthRunningAlone_us = 50.0;
 
+/* See window.h (groups_): the order rule's record is cleared past this many
+ * handles (a few MiB). */
+constexpr std::size_t kOrderRecordHandles = 1u << 16;
+
 std::atomic<SubmissionWindow *> active_window{nullptr};
 thread_local unsigned inside_starpu_depth = 0;
 
@@ -121,7 +125,7 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	 * (doc/design.md, section 12); run alone, it gets measured
 	 * (Engine::on_task_finished).  Shorter ones are merged anyway:
 	 * submitting them one by one is what keeps the worker waiting. */
-	if (!(predicted_us < kWorthRunningAlone_us) && !load_.every_worker_busy(ctx))
+	if (!(predicted_us < kWorthRunningAlone_us) && load_.some_worker_waits(ctx))
 		return false;
 	bytes = 0;
 	if (limits_.close_at_bytes > 0 || limits_.working_set_bytes > 0) {
@@ -183,7 +187,8 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		accesses[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
 	const std::size_t lowest = std::max(order_.first_allowed_group(accesses), first_open_);
 	auto joinable = [&](std::size_t g) {
-		return g >= lowest && g < groups_.size() && groups_[g].sched_ctx == ctx && !full(groups_[g]);
+		return g >= lowest && g < first_open_ + groups_.size() && groups_[g - first_open_].sched_ctx == ctx &&
+		       !full(groups_[g - first_open_]);
 	};
 	/* A task that writes a handle continues the chain of that handle's
 	 * last accessor: it joins that task's group (vertical fusion: a chain
@@ -199,15 +204,16 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	if (chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group))) {
 		group = static_cast<std::size_t>(chain_group);
 		order_.join(group, accesses);
-	} else if (chain_group < 0 && !groups_.empty() && joinable(groups_.size() - 1)) {
-		group = groups_.size() - 1;
+	} else if (chain_group < 0 && !groups_.empty() && joinable(first_open_ + groups_.size() - 1)) {
+		group = first_open_ + groups_.size() - 1;
 		order_.join(group, accesses);
 	} else {
 		group = order_.open(accesses);
 		groups_.push_back(Group{{}, ctx});
 		groups_.back().members.reserve(limits_.max_group_tasks, nbuffers);
+		groups_.back().opened_us = starpu_timing_now();
 	}
-	Group &g = groups_[group];
+	Group &g = groups_[group - first_open_];
 	g.members.add(task);
 	if (std::isnan(predicted_us))
 		g.unpredicted = true;
@@ -218,7 +224,6 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		live_.add(task);
 	tasks_deferred_.fetch_add(1, std::memory_order_relaxed);
 	if (deferred_.fetch_add(1, std::memory_order_relaxed) == 0) {
-		oldest_deferred_us_ = starpu_timing_now();
 		/* Under closer_mutex_: the closer tests holds_tasks() under it
 		 * before it sleeps, so the wake-up cannot fall in between. */
 		std::lock_guard<std::mutex> lock(closer_mutex_);
@@ -232,9 +237,14 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 
 bool SubmissionWindow::full(const Group &group) const
 {
+	/* Nothing predicts some member: a group is spread over the context's
+	 * workers as a ready-time batch is (at most 1/workers of the cap each),
+	 * rather than risk the whole cap's work on one worker. */
+	const std::size_t workers = std::max(1u, load_.cpu_workers[group.sched_ctx].load(std::memory_order_relaxed));
+	const std::size_t most = group.unpredicted ? std::max<std::size_t>(1, limits_.max_group_tasks / workers) : limits_.max_group_tasks;
 	/* The caches' cap counts every use of a handle (a ready-time batch
 	 * counts distinct handles): a group may close a little early. */
-	return group.members.tasks.size() >= limits_.max_group_tasks || group.predicted_us >= limits_.target_us ||
+	return group.members.tasks.size() >= most || group.predicted_us >= limits_.target_us ||
 	       (limits_.close_at_bytes > 0 && group.bytes >= limits_.close_at_bytes) ||
 	       (limits_.working_set_bytes > 0 && group.bytes >= limits_.working_set_bytes);
 }
@@ -242,10 +252,8 @@ bool SubmissionWindow::full(const Group &group) const
 void SubmissionWindow::submit_groups_through(std::size_t group_number)
 {
 	const GroupReports reports{&observations_, stats_, &live_};
-	for (std::size_t g = first_open_; g <= group_number; g++) {
-		Group &group = groups_[g];
-		if (group.members.tasks.empty())
-			continue;
+	while (first_open_ <= group_number) {
+		Group &group = groups_.front();
 		const std::size_t count = group.members.tasks.size();
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		{
@@ -253,14 +261,14 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 			const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports, real_submit_);
 			handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		}
-		group.members = GroupMembers();
+		groups_.pop_front();
+		first_open_++;
 		deferred_.fetch_sub(count, std::memory_order_relaxed);
 		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 	}
-	first_open_ = group_number + 1;
-	if (first_open_ == groups_.size()) {
-		/* Everything is in StarPU's hands: it orders what follows. */
-		groups_.clear();
+	if (groups_.empty() && order_.handles_recorded() > kOrderRecordHandles) {
+		/* Everything is in StarPU's hands, which orders what follows:
+		 * the record can start afresh (group numbers at 0). */
 		order_.clear();
 		first_open_ = 0;
 	}
@@ -269,7 +277,29 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 void SubmissionWindow::flush_locked()
 {
 	if (!groups_.empty())
-		submit_groups_through(groups_.size() - 1);
+		submit_groups_through(first_open_ + groups_.size() - 1);
+}
+
+double SubmissionWindow::flush_overdue_locked()
+{
+	const double now_us = starpu_timing_now();
+	std::size_t overdue = 0;
+	while (overdue < groups_.size() && now_us - groups_[overdue].opened_us >= limits_.max_delay_us)
+		overdue++;
+	if (overdue > 0)
+		submit_groups_through(first_open_ + overdue - 1);
+	return groups_.empty() ? 0.0 : groups_.front().opened_us + limits_.max_delay_us;
+}
+
+void SubmissionWindow::flush_worth_running_locked()
+{
+	for (std::size_t i = 0; i < groups_.size(); i++) {
+		const Group &group = groups_[i];
+		if (group.unpredicted || group.predicted_us >= kWorthRunningAlone_us) {
+			submit_groups_through(first_open_ + i);
+			return;
+		}
+	}
 }
 
 void SubmissionWindow::flush()
@@ -288,27 +318,35 @@ void SubmissionWindow::request_flush()
 	}
 }
 
-/* The closer thread: flushes on request (a worker is idle) and once the
- * oldest deferred task has waited STARPU_FUSING_MAX_DELAY.  Waits without a
+/* The closer thread: once the oldest deferred task has waited
+ * STARPU_FUSING_MAX_DELAY, flushes the window; on request (a worker found no
+ * work), hands StarPU the oldest group worth running now (with the groups
+ * opened before it): one nothing predicts, or with at least
+ * kWorthRunningAlone_us of predicted work.  Groups of tinier tasks wait to
+ * fill up: a worker idle because the program submits tiny tasks one by one
+ * gains more from larger merged tasks, which cost the program less to
+ * submit, than from a few µs of work now.  Waits without a
  * lock of the window; takes mutex_ only to flush. */
 void SubmissionWindow::close_periodically()
 {
-	const auto max_delay = std::chrono::microseconds(static_cast<long long>(limits_.max_delay_us));
 	std::unique_lock<std::mutex> lock(closer_mutex_);
+	double due_us = 0.0; /* when the oldest group is due, 0: none known */
 	while (!closer_stop_) {
-		if (holds_tasks())
-			closer_wakeup_.wait_for(lock, max_delay);
-		else
+		if (due_us > 0.0) {
+			const double wait_us = std::max(0.0, due_us - starpu_timing_now());
+			closer_wakeup_.wait_for(lock, std::chrono::microseconds(static_cast<long long>(wait_us)));
+		} else {
 			closer_wakeup_.wait(lock, [&] { return closer_stop_ || holds_tasks() || flush_requested_.load(); });
+		}
 		if (closer_stop_)
 			break;
 		const bool requested = flush_requested_.exchange(false, std::memory_order_relaxed);
 		lock.unlock();
 		{
 			std::lock_guard<std::recursive_mutex> window_lock(mutex_);
-			if (requested || (deferred_.load(std::memory_order_relaxed) != 0 &&
-					  starpu_timing_now() - oldest_deferred_us_ >= limits_.max_delay_us))
-				flush_locked();
+			if (requested)
+				flush_worth_running_locked();
+			due_us = flush_overdue_locked();
 		}
 		lock.lock();
 	}

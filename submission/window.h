@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -70,8 +71,9 @@ public:
 	/* Hands every group to StarPU now.  Any thread but one in a scheduling
 	 * operation. */
 	void flush();
-	/* A worker found no work: the closer thread flushes soon.  Never
-	 * blocks (called from pop_task). */
+	/* A worker found no work: the closer thread hands StarPU what is worth
+	 * running now (close_periodically).  Never blocks (called from
+	 * pop_task). */
 	void request_flush();
 	bool holds_tasks() const { return deferred_.load(std::memory_order_relaxed) != 0; }
 
@@ -96,6 +98,7 @@ private:
 		double predicted_us = 0.0; /* sum over members with a prediction */
 		bool unpredicted = false;  /* some member had none */
 		std::uint64_t bytes = 0;
+		double opened_us = 0.0;    /* starpu_timing_now() when its first member came */
 	};
 
 	/* Whether task may be deferred (no lock; reads the task and its
@@ -107,6 +110,11 @@ private:
 	bool full(const Group &group) const;
 	void submit_groups_through(std::size_t group_number);
 	void flush_locked();
+	void flush_worth_running_locked();
+	/* Submits the groups opened STARPU_FUSING_MAX_DELAY ago or earlier;
+	 * returns when the next one will be due (µs, starpu_timing_now()),
+	 * 0 when the window is empty. */
+	double flush_overdue_locked();
 	void close_periodically();
 
 	const Limits limits_;
@@ -123,9 +131,13 @@ private:
 	std::recursive_mutex mutex_;
 	WindowOrder<starpu_data_handle_t> order_; /* guarded by mutex_ */
 	std::vector<Access<starpu_data_handle_t>> accesses_; /* guarded by mutex_: place()'s, kept for its capacity */
-	std::vector<Group> groups_;               /* guarded by mutex_; groups_[i] is group number i */
-	std::size_t first_open_ = 0;              /* guarded by mutex_: groups below went to StarPU */
-	double oldest_deferred_us_ = 0.0;         /* guarded by mutex_ */
+	/* The open groups, guarded by mutex_: groups_[i] is group number
+	 * first_open_ + i; groups below first_open_ went to StarPU.  The order
+	 * rule's record outlives them, so that a chain's next task finds its
+	 * chain (place()); it is cleared when the window is empty and the
+	 * record has grown past kOrderRecordHandles handles. */
+	std::deque<Group> groups_;
+	std::size_t first_open_ = 0;
 	std::atomic<std::size_t> deferred_{0};    /* tasks in the window; written under mutex_ */
 
 	std::mutex partitioned_mutex_;

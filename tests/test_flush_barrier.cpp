@@ -3,8 +3,8 @@
  *
  * Every test starts the same way, on one CPU worker: a blocker task occupies
  * the worker, then kIncrements tasks incrementing one vector are submitted
- * and deferred (the window holds them: the worker never finds itself idle
- * and STARPU_FUSING_MAX_DELAY is 10 s).  Their prologue sets `handed`, which
+ * and deferred once it runs (the window holds them: the worker never finds
+ * itself idle and STARPU_FUSING_MAX_DELAY is 10 s).  Their prologue sets `handed`, which
  * StarPU runs when it gets their merged task; the blocker returns once it is
  * set.  The test asserts that nothing was handed yet, calls the function,
  * and asserts that the window was flushed before StarPU's function ran:
@@ -31,6 +31,7 @@ namespace {
 const long kIncrements = 8;
 
 std::atomic<bool> handed{false};
+std::atomic<bool> blocker_started{false};
 
 void note_handed(void *)
 {
@@ -39,6 +40,7 @@ void note_handed(void *)
 
 void block_until_handed(void **, void *)
 {
+	blocker_started = true;
 	while (!handed)
 		sched_yield();
 }
@@ -99,7 +101,7 @@ struct starpu_task *increment_task()
 void start(const char *test)
 {
 	watchdog_arm(test, 60);
-	handed = false;
+	handed = blocker_started = false;
 	dependency_ran = dependent_saw_dependency = false;
 	run = Run();
 	struct starpu_conf conf;
@@ -111,6 +113,10 @@ void start(const char *test)
 	run.blocker->cl = &blocker_cl;
 	run.blocker->detach = 0; /* waited for: never deferred */
 	assert_int_equal(starpu_task_submit(run.blocker), 0);
+	/* Once it runs, the worker cannot be found idle (which flushes) by a
+	 * pop that started before it. */
+	while (!blocker_started)
+		sched_yield();
 	for (long i = 0; i < kIncrements; i++)
 		assert_int_equal(starpu_task_submit(increment_task()), 0);
 	/* The premise: the window holds them. */
