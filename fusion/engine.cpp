@@ -126,7 +126,8 @@ void Engine::start_submission_window()
 	}
 	ready_time_fusion_ = config_.mode == Config::Mode::both;
 	const SubmissionWindow::Limits limits{config_.max_batch_tasks, config_.target_us, config_.max_delay_us,
-					      config_.max_generic_task_us, caps_.close_at_bytes, caps_.working_set_bytes};
+					      config_.max_generic_task_us, caps_.close_at_bytes, caps_.working_set_bytes,
+					      config_.hold == Config::Hold::always};
 	auto selected = [this](struct starpu_task *task) {
 		if (!selecting_by_name_ && !config_.print_stats)
 			return true;

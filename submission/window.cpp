@@ -125,7 +125,7 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	 * (doc/design.md, section 12); run alone, it gets measured
 	 * (Engine::on_task_finished).  Shorter ones are merged anyway:
 	 * submitting them one by one is what keeps the worker waiting. */
-	if (!(predicted_us < kWorthRunningAlone_us) && load_.some_worker_waits(ctx))
+	if (!limits_.always_defer && !(predicted_us < kWorthRunningAlone_us) && load_.some_worker_waits(ctx))
 		return false;
 	bytes = 0;
 	if (limits_.close_at_bytes > 0 || limits_.working_set_bytes > 0) {

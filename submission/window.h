@@ -52,6 +52,7 @@ public:
 		double max_generic_task_us;    /* STARPU_FUSING_MAX_TASK */
 		std::uint64_t close_at_bytes;  /* the memory cap (fusion/engine.h); 0: none */
 		std::uint64_t working_set_bytes; /* STARPU_FUSING_CACHE_CAP; 0: none */
+		bool always_defer;             /* STARPU_FUSING_HOLD=always: even while a worker waits */
 	};
 	/* Whether the program's settings let this task be fused at all
 	 * (eligibility, STARPU_FUSING_ONLY/EXCLUDE); predicted duration of one
