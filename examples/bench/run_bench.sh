@@ -37,12 +37,14 @@ launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
 bench=${TASK_SIZE_BENCH:-examples/task_size/task_size_bench}
 examples_dir=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
 mkdir -p "$out"
-# label, STARPU_SCHED, STARPU_FUSING_BASE (read by fusing only)
-policies="eager eager eager
-lws lws lws
-dmda dmda dmda
-fusing fusing lws
-fusing-dmda fusing dmda"
+# label, STARPU_SCHED, STARPU_FUSING_BASE and STARPU_FUSING_MODE (read by
+# fusing only): fusing runs in its default mode (both) and in ready.
+policies="eager eager eager both
+lws lws lws both
+dmda dmda dmda both
+fusing fusing lws both
+fusing-ready fusing lws ready
+fusing-dmda fusing dmda both"
 workers=$(nproc)
 
 if [ "$mode" = quick ]; then
@@ -81,11 +83,11 @@ overhead_csv="$out/tasks_size_overhead.csv"
 echo "policy,us,efficiency" > "$overhead_csv"
 if [ -x "$examples_dir/tasks_size_overhead" ]; then
 	echo "== (a) tasks_size_overhead $overhead_args -b 1 -B 1 -c $workers -C $workers" >&2
-	echo "$policies" | while read -r label sched base; do
+	echo "$policies" | while read -r label sched base fusing_mode; do
 		# Its output: a "seq" row (one core, no StarPU) and a row for
 		# $workers cores, each "duration total(s)" per task duration; the
 		# parallel total is already divided by the number of cores.
-		STARPU_SCHED=$sched STARPU_FUSING_BASE=$base "$launcher" "$examples_dir/tasks_size_overhead" \
+		STARPU_SCHED=$sched STARPU_FUSING_BASE=$base STARPU_FUSING_MODE=$fusing_mode "$launcher" "$examples_dir/tasks_size_overhead" \
 			$overhead_args -b 1 -B 1 -c "$workers" -C "$workers" 2>/dev/null |
 			awk -v label="$label" -v cores="$workers" '
 				$1 == "\"seq\"" { for (i = 2; i < NF; i += 2) seq[i] = $(i + 1) }
@@ -109,8 +111,8 @@ for round in $(seq "$reps"); do
 				t = int(w * n * 1e6 / us); if (t > 20000) t = 20000
 				if (t < 4 * width) t = 4 * width
 				print t - t % width }')
-			echo "$policies" | while read -r label sched base; do
-				STARPU_SCHED=$sched STARPU_FUSING_BASE=$base "$launcher" "$bench" -shape "$shape" -tasks "$tasks" \
+			echo "$policies" | while read -r label sched base fusing_mode; do
+				STARPU_SCHED=$sched STARPU_FUSING_BASE=$base STARPU_FUSING_MODE=$fusing_mode "$launcher" "$bench" -shape "$shape" -tasks "$tasks" \
 					-us "$us" -chains "$stencil_width" |
 					awk -F, -v label="$label" '{ print label "," $1 "," $2 "," $3 "," $5 "," $4 }' >> "$sweep_runs"
 			done

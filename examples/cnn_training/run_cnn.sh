@@ -21,18 +21,20 @@ while [ $# -gt 0 ]; do
 done
 launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
 program=${CNN_TRAINING:-examples/cnn_training/cnn_training}
-policies="eager eager eager
-lws lws lws
-dmda dmda dmda
-fusing fusing lws
-fusing-dmda fusing dmda"
+# label, STARPU_SCHED, STARPU_FUSING_BASE, STARPU_FUSING_MODE (fusing only)
+policies="eager eager eager both
+lws lws lws both
+dmda dmda dmda both
+fusing fusing lws both
+fusing-ready fusing lws ready
+fusing-dmda fusing dmda both"
 runs="$out/cnn_runs.csv"
 echo "policy,granularity,seconds,in_batches" > "$runs"
 for round in $(seq "$reps"); do
 	for granularity in fine sample; do
-		echo "$policies" | while read -r label sched base; do
+		echo "$policies" | while read -r label sched base fusing_mode; do
 			# shellcheck disable=SC2086 # args are words by design
-			result=$(STARPU_SCHED=$sched STARPU_FUSING_BASE=$base "$launcher" "$program" $args -g "$granularity" 2>/dev/null)
+			result=$(STARPU_SCHED=$sched STARPU_FUSING_BASE=$base STARPU_FUSING_MODE=$fusing_mode "$launcher" "$program" $args -g "$granularity" 2>/dev/null)
 			echo "$result" | grep -q "^check against the host: .*: OK$" || { echo "cnn_training failed its check under $label" >&2; exit 1; }
 			seconds=$(echo "$result" | sed -n 's/^time: \([0-9.]*\) s.*/\1/p')
 			batched=$(echo "$result" | sed -n 's/^tasks submitted: [0-9]*, in batches of starpu-fusing: \([0-9]*\) .*/\1/p')

@@ -41,26 +41,29 @@ configs="48 1024 8
 256 64 8
 512 16 8
 775 16 4"
-# label, policy, batched kernels, granularity
-settings="eager eager 0 1
-lws lws 0 1
-dmda dmda 0 1
-fusing-generic fusing 0 1
-fusing-batched fusing 1 1
-lws lws 0 2
-dmda dmda 0 2
-lws lws 0 3
-dmda dmda 0 3
-lws lws 0 4
-dmda dmda 0 4"
+# label, policy, batched kernels, granularity, STARPU_FUSING_MODE (fusing only:
+# its default, both, and ready-time fusion alone)
+settings="eager eager 0 1 both
+lws lws 0 1 both
+dmda dmda 0 1 both
+fusing-generic fusing 0 1 both
+fusing-batched fusing 1 1 both
+fusing-ready-generic fusing 0 1 ready
+fusing-ready-batched fusing 1 1 ready
+lws lws 0 2 both
+dmda dmda 0 2 both
+lws lws 0 3 both
+dmda dmda 0 3 both
+lws lws 0 4 both
+dmda dmda 0 4 both"
 
 echo "size_px,granularity,policy,tasks,seconds,executing,submit_seconds" > "$runs"
 for round in $(seq "$reps"); do
 	echo "$configs" | while read -r size samples filters; do
 		samples=$(( (samples + scale - 1) / scale ))
-		echo "$settings" | while read -r label policy batched granularity; do
+		echo "$settings" | while read -r label policy batched granularity fusing_mode; do
 			# fusing runs over lws; STARPU_FUSING_BASE is ignored otherwise.
-			STARPU_SCHED=$policy STARPU_FUSING_BASE=lws "$launcher" "$program" -granularity "$granularity" \
+			STARPU_SCHED=$policy STARPU_FUSING_BASE=lws STARPU_FUSING_MODE=$fusing_mode "$launcher" "$program" -granularity "$granularity" \
 				-batched "$batched" -samples "$samples" -filters "$filters" -size "$size" -ksize 5 -channels 1 -batch 4 |
 				awk -F, -v label="$label" -v px=$((size * size)) '{ print px "," $1 "," label "," $5 "," $6 "," $7 "," $8 }' >> "$runs"
 		done
