@@ -39,12 +39,7 @@ examples_dir=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
 mkdir -p "$out"
 # label, STARPU_SCHED, STARPU_FUSING_BASE and STARPU_FUSING_MODE (read by
 # fusing only): fusing runs in its default mode (both) and in ready.
-policies="eager eager eager both
-lws lws lws both
-dmda dmda dmda both
-fusing fusing lws both
-fusing-ready fusing lws ready
-fusing-dmda fusing dmda both"
+policies=$(cat "$here/policies")
 workers=$(nproc)
 
 if [ "$mode" = quick ]; then

@@ -22,12 +22,7 @@ done
 launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
 program=${CNN_TRAINING:-examples/cnn_training/cnn_training}
 # label, STARPU_SCHED, STARPU_FUSING_BASE, STARPU_FUSING_MODE (fusing only)
-policies="eager eager eager both
-lws lws lws both
-dmda dmda dmda both
-fusing fusing lws both
-fusing-ready fusing lws ready
-fusing-dmda fusing dmda both"
+policies=$(cat "$(cd "$(dirname "$0")" && pwd)/../bench/policies")
 runs="$out/cnn_runs.csv"
 echo "policy,granularity,seconds,in_batches" > "$runs"
 for round in $(seq "$reps"); do
