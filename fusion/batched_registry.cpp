@@ -1,6 +1,7 @@
 /* The registry of batched implementations; see batched_registry.h. */
 #include "fusion/batched_registry.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <map>
@@ -11,6 +12,9 @@ namespace {
 
 std::mutex registry_mutex; /* guards registry */
 std::map<const struct starpu_codelet *, struct starpu_fusing_batched_implementation> registry;
+/* Set once registry is not empty: most programs register nothing, and the
+ * submission window asks for every task. */
+std::atomic<bool> any_registered{false};
 
 const char *name_of(const struct starpu_codelet *cl)
 {
@@ -38,6 +42,8 @@ const char *codelet_cannot_be_fused(const struct starpu_codelet *cl)
 
 std::optional<struct starpu_fusing_batched_implementation> batched_implementation_for(const struct starpu_codelet *cl)
 {
+	if (!any_registered.load(std::memory_order_acquire))
+		return std::nullopt;
 	std::lock_guard<std::mutex> lock(registry_mutex);
 	auto it = registry.find(cl);
 	if (it == registry.end())
@@ -65,6 +71,7 @@ extern "C" FUSING_PUBLIC int starpu_fusing_register_batched(struct starpu_codele
 		std::fprintf(stderr, "starpu-fusing: starpu_fusing_register_batched(%s): already registered; unregister it first\n", name_of(cl));
 		return -EEXIST;
 	}
+	any_registered.store(true, std::memory_order_release);
 	return 0;
 }
 

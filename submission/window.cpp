@@ -2,6 +2,7 @@
 #include "submission/window.h"
 
 #include "build_config.h"
+#include "fusion/batched_registry.h"
 #include "fusion/eligibility.h"
 #include "fusion/merged_task.h"
 
@@ -119,13 +120,22 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	predicted_us = predict_(task);
 	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
 		return false;
-	/* While a worker waits for work, a task long enough to keep it busy
-	 * for a while, or not measured yet, goes to it now: merging it would
-	 * save a few µs of StarPU's time and could serialise it behind others
-	 * (doc/design.md, section 12); run alone, it gets measured
-	 * (Engine::on_task_finished).  Shorter ones are merged anyway:
-	 * submitting them one by one is what keeps the worker waiting. */
-	if (!limits_.always_defer && !(predicted_us < kWorthRunningAlone_us) && load_.some_worker_waits(ctx))
+	/* A task not measured yet goes to StarPU: it may be long, and a
+	 * program can submit thousands before the first one ends (a stencil
+	 * of 10 ms tasks merged unmeasured ran at half efficiency on 2
+	 * workers); run alone, it gets measured (Engine::on_task_finished).
+	 * While a worker waits for work, a task long enough to keep it busy
+	 * for a while goes to it now too: merging it would save a few µs of
+	 * StarPU's time and could serialise it behind others (doc/design.md,
+	 * section 12).  Shorter ones are merged anyway: submitting them one
+	 * by one is what keeps the worker waiting. */
+	if (!limits_.always_defer &&
+	    (std::isnan(predicted_us) || (predicted_us >= kWorthRunningAlone_us && load_.some_worker_waits(ctx))))
+		return false;
+	/* A codelet with a batched implementation is left to ready-time
+	 * batches, which keep to one codelet and call it once; a group may
+	 * mix codelets and then runs each task generically. */
+	if (batched_implementation_for(task->cl))
 		return false;
 	bytes = 0;
 	if (limits_.close_at_bytes > 0 || limits_.working_set_bytes > 0) {

@@ -9,8 +9,10 @@
 # 5) of task_size_bench, base and fusing runs alternating so that both see
 # the same machine; "time ratio" is fusing / base (below 1: fusing is
 # faster).  Then counts whole-program instructions per task with callgrind
-# (eager, 1 worker), which is stable on a noisy machine: no-op tasks that
-# fuse, and a chain where nothing can be fused (the layer's own cost).
+# (eager, 1 worker), less sensitive to a noisy machine than time (the
+# window's delays are still real time, which valgrind slows down): no-op
+# tasks reading one handle, 100 parallel chains of read-write tasks, and one
+# chain whose codelet is excluded from fusion (the layer's own cost).
 # Run from the build directory after make (make bench-task-size does it).
 set -eu
 reps=5
@@ -56,23 +58,28 @@ done
 
 if command -v valgrind >/dev/null; then
 	echo
-	echo "Whole-program instructions per task (callgrind; eager, 1 worker; 18000 tasks minus a 1-task run):"
-	instructions() { # POLICY MAX_BATCH SHAPE TASKS
-		STARPU_NCPU=1 STARPU_SCHED=$1 STARPU_FUSING_BASE=eager STARPU_FUSING_MAX_BATCH=$2 \
-			"$launcher" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-			"$bench" -shape "$3" -tasks "$4" -us 0 -chains 1 2>&1 | sed -n 's/.*Collected : //p'
+	echo "Whole-program instructions per task (callgrind; eager, 1 worker; runs of 12,000 minus runs of 2,000 tasks,"
+	echo "divided by 10,000; median of 3; idle workers' polling counts too):"
+	instructions() { # TASKS SHAPE CHAINS VARIABLE=VALUE...
+		tasks=$1 shape=$2 chains=$3; shift 3
+		env STARPU_NCPU=1 STARPU_FUSING_BASE=eager "$@" "$launcher" valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+			"$bench" -shape "$shape" -tasks "$tasks" -us 0 -chains "$chains" 2>&1 | sed -n 's/.*Collected : //p'
 	}
-	per_task() { # POLICY MAX_BATCH SHAPE
-		echo $(( ($(instructions "$1" "$2" "$3" 18000) - $(instructions "$1" "$2" "$3" 1)) / 17999 ))
+	per_task() { # SHAPE CHAINS VARIABLE=VALUE...
+		for r in 1 2 3; do
+			echo $(( ($(instructions 12000 "$@") - $(instructions 2000 "$@")) / 10000 ))
+		done | median
 	}
-	ratio() { awk -v f="$1" -v b="$2" 'BEGIN { printf "%.3f", f / b }'; }
-	eager_per_task=$(per_task eager 64 shared-read)
-	echo "no-op tasks: eager alone $eager_per_task per task"
-	for batch in 64 128; do
-		fused=$(per_task fusing "$batch" shared-read)
-		echo "no-op tasks: fusing over eager, STARPU_FUSING_MAX_BATCH=$batch: $fused per task, $(ratio "$fused" "$eager_per_task") x eager"
+	ratio() { awk -v f="$1" -v b="$2" 'BEGIN { printf "%.2f", f / b }'; }
+	for case in "shared-read 1 no-op tasks reading one handle" "chains 100 100 parallel chains of no-op read-write tasks"; do
+		set -- $case
+		shape=$1 chains=$2; shift 2
+		eager=$(per_task "$shape" "$chains" STARPU_SCHED=eager)
+		both=$(per_task "$shape" "$chains" STARPU_SCHED=fusing)
+		ready=$(per_task "$shape" "$chains" STARPU_SCHED=fusing STARPU_FUSING_MODE=ready)
+		echo "$*: eager alone $eager; fusing (both) $both, $(ratio "$both" "$eager") x; fusing (ready) $ready, $(ratio "$ready" "$eager") x"
 	done
-	eager_chain=$(per_task eager 64 chains)
-	fusing_chain=$(per_task fusing 64 chains)
-	echo "one chain (nothing to fuse): eager $eager_chain, fusing $fusing_chain per task, $(ratio "$fusing_chain" "$eager_chain") x eager"
+	eager=$(per_task chains 1 STARPU_SCHED=eager)
+	excluded=$(per_task chains 1 STARPU_SCHED=fusing STARPU_FUSING_EXCLUDE=spin)
+	echo "one chain, its codelet excluded from fusion (the layer's own cost): eager $eager, fusing $excluded, $(ratio "$excluded" "$eager") x"
 fi
