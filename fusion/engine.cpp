@@ -115,14 +115,11 @@ void Engine::start_submission_window()
 	if (config_.mode == Config::Mode::ready)
 		return;
 	if (!submissions_reach_this_library()) {
-		if (config_.mode_was_set) {
-			std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_MODE=%s needs the program's starpu_task_submit calls, "
-				     "but libstarpu comes before libstarpu-fusing: preload it (LD_PRELOAD, or run the program "
-				     "with starpu-fusing-run) or use STARPU_FUSING_MODE=ready\n",
-				     config_.mode == Config::Mode::both ? "both" : "submission");
-			std::exit(EXIT_FAILURE);
-		}
-		return; /* the default mode falls back to what works unpreloaded (README) */
+		std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_MODE=%s needs the program's starpu_task_submit calls, "
+			     "but libstarpu comes before libstarpu-fusing: preload it (LD_PRELOAD, or run the program "
+			     "with starpu-fusing-run) or use STARPU_FUSING_MODE=ready\n",
+			     config_.mode == Config::Mode::both ? "both" : "submission");
+		std::exit(EXIT_FAILURE);
 	}
 	ready_time_fusion_ = config_.mode == Config::Mode::both;
 	const SubmissionWindow::Limits limits{config_.max_batch_tasks, config_.target_us, config_.max_delay_us,

@@ -42,17 +42,25 @@ public:
 	 * nothing placed conflicts with it). */
 	std::size_t first_allowed_group(const std::vector<Access<Handle>> &accesses) const
 	{
-		std::size_t first = 0;
+		const long latest = latest_conflicting_group(accesses);
+		return latest < 0 ? 0 : static_cast<std::size_t>(latest);
+	}
+
+	/* The highest group holding an access that conflicts with one of
+	 * these, -1 when none does. */
+	long latest_conflicting_group(const std::vector<Access<Handle>> &accesses) const
+	{
+		long latest = -1;
 		for (const Access<Handle> &access : accesses) {
 			const Last *last = find(access.handle);
 			if (!last)
 				continue;
 			/* A read conflicts with writes, a write with every access. */
 			const long conflicting = access.writes ? last->any : last->writer;
-			if (conflicting >= 0 && static_cast<std::size_t>(conflicting) > first)
-				first = static_cast<std::size_t>(conflicting);
+			if (conflicting > latest)
+				latest = conflicting;
 		}
-		return first;
+		return latest;
 	}
 
 	/* The highest group holding an access of handle, -1 when none does. */

@@ -195,7 +195,6 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			 "when-busy (hold ready tasks only while every worker has work) or always", &config.hold, result.error))
 		return result;
 
-	config.mode_was_set = lookup("STARPU_FUSING_MODE").has_value();
 	if (!read_choice(lookup, "STARPU_FUSING_MODE",
 			 {{"ready", Config::Mode::ready}, {"submission", Config::Mode::submission}, {"both", Config::Mode::both}},
 			 "ready (batch ready tasks), submission (merge tasks at starpu_task_submit) or both", &config.mode,

@@ -37,9 +37,9 @@ struct Config {
 	 * submission: tasks are deferred at starpu_task_submit and merged
 	 * before StarPU sees them (needs the library preloaded);
 	 * both: submission-time fusion, and ready-time fusion of what it did
-	 * not defer. */
-	enum class Mode { ready, submission, both } mode = Mode::both;
-	bool mode_was_set = false; /* STARPU_FUSING_MODE given explicitly */
+	 * not defer.  The default is ready: both loses on narrow graphs
+	 * (README, Performance). */
+	enum class Mode { ready, submission, both } mode = Mode::ready;
 };
 
 /* Returns the value of an environment variable, or nullopt when unset. */

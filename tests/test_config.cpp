@@ -100,6 +100,7 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_MAX_TASK", "big", "with a unit");
 	expect_error("STARPU_FUSING_STATS", "true", "0 or 1");
 	expect_error("STARPU_FUSING_HOLD", "sometimes", "when-busy (hold");
+	expect_error("STARPU_FUSING_MODE", "eager", "ready (batch ready tasks), submission");
 	expect_error("STARPU_FUSING_CACHE_CAP", "l4", "off, l2 or l3");
 	expect_error("STARPU_FUSING_CACHE_CAP", "L2", "off, l2 or l3");
 	expect_error("STARPU_FUSING_TARGET", "fast", "from 1us to 100s");
@@ -107,6 +108,14 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_MIN_BATCH", "0", "from 1 to STARPU_FUSING_MAX_BATCH (64)");
 	expect_error("STARPU_FUSING_ONLY", "conv, add", "comma-separated codelet names");
 	expect_error("STARPU_FUSING_EXCLUDE", "conv,", "comma-separated codelet names");
+}
+
+static void config_reads_the_fusion_mode(void **)
+{
+	assert_true(parse_config(env({})).config.mode == Config::Mode::ready);
+	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "ready"}})).config.mode == Config::Mode::ready);
+	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "submission"}})).config.mode == Config::Mode::submission);
+	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "both"}})).config.mode == Config::Mode::both);
 }
 
 static void config_selects_codelets_by_name(void **)
@@ -160,6 +169,7 @@ int main(void)
 		cmocka_unit_test(config_refuses_a_codelet_both_selected_and_excluded),
 		cmocka_unit_test(config_rejects_malformed_values),
 		cmocka_unit_test(config_parses_durations_with_units),
+		cmocka_unit_test(config_reads_the_fusion_mode),
 		cmocka_unit_test(config_selects_codelets_by_name),
 		cmocka_unit_test(config_rejects_unknown_variable_names),
 	};

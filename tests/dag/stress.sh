@@ -9,6 +9,9 @@
 # them (README, "Tests").  Exits non-zero when any seed fails; each failure
 # prints its replay command.
 set -u
+# Submission-time fusion on, as in make check (tests/Makefile.inc).
+STARPU_FUSING_MODE=${STARPU_FUSING_MODE:-both}
+export STARPU_FUSING_MODE
 seeds=${1:-1000}
 dag=${TEST_DAG:-tests/test_dag}
 wrapper=${STRESS_WRAPPER:-}

@@ -7,7 +7,7 @@
 set -u
 failures=0
 check() { # DESCRIPTION EXPECTED_STATUS PATTERN MODE
-	if [ -n "$4" ]; then output=$(STARPU_FUSING_MODE=$4 timeout 120 "$MODE_PROBE" 2>&1); else output=$(timeout 120 "$MODE_PROBE" 2>&1); fi
+	if [ -n "$4" ]; then output=$(STARPU_FUSING_MODE=$4 timeout 120 "$MODE_PROBE" 2>&1); else output=$(env -u STARPU_FUSING_MODE timeout 120 "$MODE_PROBE" 2>&1); fi
 	status=$?
 	if [ "$status" != "$2" ] || ! printf '%s\n' "$output" | grep -q -e "$3"; then
 		echo "FAIL: $1: exit status $status (expected $2), output:"
@@ -20,5 +20,6 @@ check() { # DESCRIPTION EXPECTED_STATUS PATTERN MODE
 check "explicit submission mode without the preload is refused" 1 "STARPU_FUSING_MODE=submission needs the program's starpu_task_submit" submission
 check "explicit both mode without the preload is refused" 1 "STARPU_FUSING_MODE=both needs" both
 check "the default mode runs without the preload" 0 "" ""
+check "ready mode runs without the preload" 0 "" ready
 check "a bad mode names the accepted values" 1 "STARPU_FUSING_MODE.*ready.*submission.*both" sideways
 [ "$failures" = 0 ]
