@@ -11,8 +11,10 @@
 #include "submission/starpu_functions.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -85,6 +87,17 @@ Engine::Engine(const Config &config)
 		starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
 		profiling_started_us_ = starpu_timing_now();
 	}
+	if (!config_.trace_path.empty()) {
+		/* Opened now: a file that cannot be written is refused at
+		 * start, not found out at shutdown. */
+		std::FILE *file = std::fopen(config_.trace_path.c_str(), "w");
+		if (!file) {
+			std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_TRACE='%s': cannot open it for writing: %s\n",
+				     config_.trace_path.c_str(), std::strerror(errno));
+			std::exit(EXIT_FAILURE);
+		}
+		trace_ = std::make_unique<BatchTrace>(file);
+	}
 	topology_ = describe_this_machine();
 	group_by_numa_node_ = topology_.numa_nodes > 1;
 	const std::vector<unsigned> cpu_workers = cpu_workers_of_machine();
@@ -106,7 +119,8 @@ Engine::Engine(const Config &config)
 	collector_ = std::make_unique<BatchCollector>(
 		targets_, config_.max_delay_us, caps_, load_, observations_,
 		[this](const struct starpu_codelet *cl) { return names_.of(cl); }, cpu_relative_speedup);
-	flusher_ = std::make_unique<Flusher>(*collector_, MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr});
+	flusher_ = std::make_unique<Flusher>(*collector_,
+					     MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get()});
 	start_submission_window();
 }
 
@@ -125,18 +139,14 @@ void Engine::start_submission_window()
 	const SubmissionWindow::Limits limits{config_.max_batch_tasks, config_.target_us, config_.max_delay_us,
 					      config_.max_generic_task_us, caps_.close_at_bytes, caps_.working_set_bytes,
 					      config_.hold == Config::Hold::always};
-	auto selected = [this](struct starpu_task *task) {
-		if (!selecting_by_name_ && !config_.print_stats)
-			return true;
-		const std::string &name = names_.of(task->cl);
-		if (selecting_by_name_ && !codelet_selected(config_, name.c_str()))
-			return false;
-		if (config_.print_stats)
-			stats_.record_submitted(task->cl, name);
-		return true;
-	};
-	window_ = std::make_unique<SubmissionWindow>(limits, selected, [this](struct starpu_task *task) { return predict_member_us(task); },
-						     load_, observations_, config_.print_stats ? &stats_ : nullptr, starpu_own_task_submit);
+	auto selected = [this](struct starpu_task *task) { return !selecting_by_name_ || family_selected(task->cl); };
+	auto predict = [this](struct starpu_task *task) { return predict_member_us(task); };
+	SubmissionWindow::SubmissionCounter count_deferred;
+	if (config_.print_stats)
+		count_deferred = [this](struct starpu_task *task) { stats_.record_submitted(task->cl, names_.of(task->cl)); };
+	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr};
+	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, count_deferred, load_, reports,
+						     starpu_own_task_submit);
 	set_active_submission_window(window_.get());
 }
 
@@ -161,6 +171,17 @@ Engine::~Engine()
 			     "this is a bug of starpu-fusing, please report it\n", collector_->buffered());
 		std::abort();
 	}
+	/* Every merged task has ended: starpu_shutdown waited for them. */
+	if (trace_ && !trace_->write())
+		std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_TRACE='%s': writing it failed: %s\n", config_.trace_path.c_str(),
+			     std::strerror(errno));
+}
+
+bool Engine::family_selected(const struct starpu_codelet *cl)
+{
+	return selection_.selected(cl, [this](const struct starpu_codelet *codelet) {
+		return codelet_selected(config_, names_.of(codelet).c_str());
+	});
 }
 
 void Engine::record_unfused(const struct starpu_codelet *cl, UnfusedReason reason)
@@ -173,13 +194,12 @@ void Engine::on_submit(struct starpu_task *task)
 {
 	if (is_merged_task(task) || is_group_task(task))
 		return;
-	/* One lookup, only when statistics or selection by name need it. */
-	const std::string *name = config_.print_stats || selecting_by_name_ ? &names_.of(task->cl) : nullptr;
 	if (config_.print_stats)
-		stats_.record_submitted(task->cl, *name);
-	UnfusedReason reason = check_fusable(task);
-	if (reason == UnfusedReason::none && selecting_by_name_ && !codelet_selected(config_, name->c_str()))
-		reason = UnfusedReason::family_not_selected;
+		stats_.record_submitted(task->cl, names_.of(task->cl));
+	/* The cheaper test first: an excluded family is the common case of a
+	 * task that fails both. */
+	UnfusedReason reason = selecting_by_name_ && task->cl && !family_selected(task->cl) ? UnfusedReason::family_not_selected
+											  : check_fusable(task);
 	if (reason != UnfusedReason::none) {
 		record_unfused(task->cl, reason);
 		return;

@@ -27,9 +27,11 @@
 
 #include "fusion/admission.h"
 #include "fusion/batch_collector.h"
+#include "fusion/batch_trace.h"
 #include "fusion/borrowed_task.h"
 #include "fusion/codelet_name.h"
 #include "fusion/codelet_observations.h"
+#include "fusion/codelet_selection.h"
 #include "fusion/controller.h"
 #include "fusion/flusher.h"
 #include "fusion/stats.h"
@@ -86,6 +88,8 @@ private:
 	 * observe it while it may block on the collector's mutex. */
 	void request_flush(unsigned sched_ctx);
 	void record_unfused(const struct starpu_codelet *cl, UnfusedReason reason);
+	/* STARPU_FUSING_ONLY/EXCLUDE let cl's tasks be fused; any thread. */
+	bool family_selected(const struct starpu_codelet *cl);
 	/* Starts the submission window if config_ asks for it and the
 	 * library sees the program's submissions; the constructor. */
 	void start_submission_window();
@@ -105,7 +109,9 @@ private:
 	DataCaps caps_;
 
 	Statistics stats_;          /* only fed when config_.print_stats */
+	std::unique_ptr<BatchTrace> trace_; /* STARPU_FUSING_TRACE; null without it */
 	CodeletNames names_;
+	CodeletSelection selection_; /* only used when selecting_by_name_ */
 	CodeletObservations observations_;
 	ContextLoad load_;
 	std::unique_ptr<BatchCollector> collector_;

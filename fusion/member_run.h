@@ -12,6 +12,8 @@
 #include <starpu.h>
 
 #include <cstddef>
+#include <cstdlib>
+#include <ctime>
 
 namespace fusing {
 
@@ -33,18 +35,57 @@ inline void record_in_starpu_model(struct starpu_task *member, double member_us)
 					member_us);
 }
 
+/* StarPU's per-task profiling (STARPU_PROFILING=1 or
+ * starpu_profiling_status_set): StarPU's driver writes a task's start and
+ * end times and worker into task->profiling_info when it runs the task
+ * (_starpu_driver_start_job, _starpu_driver_end_job, driver_common.c, 1.3
+ * and 1.4); a member never reaches that code, so that a program reading
+ * them in its callback sees when its task really ran, they are written
+ * here.  StarPU allocates profiling_info at submission while profiling is
+ * on; a task deferred at submission never got there, so it is allocated
+ * here (calloc, as StarPU does; starpu_task_clean frees it).  Other fields
+ * (submission, push and pop times) stay as StarPU left them: zero for a
+ * deferred task. */
+inline bool starpu_profiles(const struct starpu_task *member)
+{
+	return member->profiling_info || starpu_profiling_status_get();
+}
+
+inline void record_in_starpu_profiling(struct starpu_task *member, double start_us, double end_us)
+{
+	if (!member->profiling_info) {
+		member->profiling_info =
+			static_cast<struct starpu_profiling_task_info *>(std::calloc(1, sizeof(struct starpu_profiling_task_info)));
+		if (!member->profiling_info)
+			return;
+	}
+	auto to_timespec = [](double us, struct timespec *ts) {
+		ts->tv_sec = static_cast<time_t>(us / 1e6);
+		ts->tv_nsec = static_cast<long>((us - static_cast<double>(ts->tv_sec) * 1e6) * 1e3);
+	};
+	to_timespec(start_us, &member->profiling_info->start_time);
+	to_timespec(end_us, &member->profiling_info->end_time);
+	member->profiling_info->workerid = starpu_worker_get_id();
+}
+
 /* Runs member's CPU function on buffers; batch_size is what
  * starpu_fusing_current_batch_size() answers meanwhile. */
 inline void run_member(struct starpu_task *member, void **buffers, std::size_t batch_size)
 {
 	const bool calibrating = starpu_calibrates(member);
-	const double start_us = calibrating ? starpu_timing_now() : 0.0;
+	const bool profiled = starpu_profiles(member);
+	const double start_us = calibrating || profiled ? starpu_timing_now() : 0.0;
 	{
 		RunningMemberScope running(member, batch_size);
 		member->cl->cpu_funcs[0](buffers, member->cl_arg);
 	}
-	if (calibrating)
-		record_in_starpu_model(member, starpu_timing_now() - start_us);
+	if (calibrating || profiled) {
+		const double end_us = starpu_timing_now();
+		if (calibrating)
+			record_in_starpu_model(member, end_us - start_us);
+		if (profiled)
+			record_in_starpu_profiling(member, start_us, end_us);
+	}
 }
 
 } // namespace fusing

@@ -1,6 +1,7 @@
 /* Merged tasks; see merged_task.h. */
 #include "fusion/merged_task.h"
 
+#include "fusion/batch_trace.h"
 #include "fusion/batched_registry.h"
 #include "fusion/buffer_merge.h"
 #include "fusion/codelet_observations.h"
@@ -77,8 +78,16 @@ void run_batch(void *buffers[], void *arg)
 				record_measurement(*batch, starpu_timing_now() - start_us);
 		}
 	}
-	batch->exec_us = starpu_timing_now() - start_us;
+	const double end_us = starpu_timing_now();
+	batch->exec_us = end_us - start_us;
 	record_measurement(*batch, batch->exec_us / double(ntasks));
+	/* Every member ran inside the one batched call. */
+	if (batch->batched)
+		for (BorrowedTask *member : batch->members)
+			if (starpu_profiles(member->task()))
+				record_in_starpu_profiling(member->task(), start_us, end_us);
+	if (batch->reports.trace)
+		batch->reports.trace->record(starpu_worker_get_id(), start_us, end_us, ntasks, "ready", batch->family->name);
 }
 
 /* The merged codelet's STARPU_COMMON cost function: StarPU asks it (from

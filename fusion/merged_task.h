@@ -18,6 +18,7 @@
 
 namespace fusing {
 
+class BatchTrace;
 class CodeletObservations;
 class Statistics;
 
@@ -26,7 +27,8 @@ class Statistics;
  * every merged task (the engine stops after StarPU's last task). */
 struct MergedTaskReports {
 	CodeletObservations *observations;
-	Statistics *stats;
+	Statistics *stats; /* null when STARPU_FUSING_STATS is off */
+	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
 };
 
 /* Prepares family.merged_codelet (called once per family). */

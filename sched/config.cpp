@@ -61,6 +61,7 @@ const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
 	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
 	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_CACHE_CAP", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_MODE", "STARPU_FUSING_LIBRARY",
+	"STARPU_FUSING_TRACE",
 };
 
 /* Reads the duration variable name, when set, into *value_us if it lies in
@@ -216,6 +217,14 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			return result;
 		}
 		config.print_stats = *stats;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_TRACE")) {
+		if (text->empty()) {
+			result.error = invalid("STARPU_FUSING_TRACE", *text, "a file name (one line per merged task is written to it at shutdown)");
+			return result;
+		}
+		config.trace_path = *text;
 	}
 
 	/* StarPU throttles submission when both limits are set (1.3 and 1.4,

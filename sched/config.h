@@ -27,6 +27,7 @@ struct Config {
 	double max_delay_us = 1000.0;         /* STARPU_FUSING_MAX_DELAY */
 	int cache_cap_level = 0;              /* STARPU_FUSING_CACHE_CAP: 0 off, 2 L2, 3 L3 */
 	bool print_stats = false;             /* STARPU_FUSING_STATS */
+	std::string trace_path;               /* STARPU_FUSING_TRACE; empty: no trace */
 	/* STARPU_FUSING_HOLD: when a ready fusable task waits for a batch.
 	 * when_busy (default): only while every worker has queued work.
 	 * always: every time, even on an idle machine; it makes batches form

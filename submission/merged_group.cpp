@@ -1,6 +1,7 @@
 /* Groups' merged tasks; see merged_group.h. */
 #include "submission/merged_group.h"
 
+#include "fusion/batch_trace.h"
 #include "fusion/batched_registry.h"
 #include "fusion/buffer_merge.h"
 #include "fusion/codelet_observations.h"
@@ -16,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <string>
 
 namespace fusing {
 namespace {
@@ -32,6 +34,22 @@ struct RunningGroup {
 	double predicted_us; /* NaN when unknown; read by StarPU through group_model */
 	double exec_us = 0.0;
 };
+
+/* The distinct names of the members' codelets, in order, joined by '+'
+ * (cl->name, "unnamed" without one): the trace's name of a group. */
+std::string codelet_names(const std::vector<struct starpu_task *> &members)
+{
+	std::vector<const char *> seen;
+	std::string names;
+	for (const struct starpu_task *member : members) {
+		const char *name = member->cl->name ? member->cl->name : "unnamed";
+		if (std::find_if(seen.begin(), seen.end(), [name](const char *s) { return std::strcmp(s, name) == 0; }) != seen.end())
+			continue;
+		seen.push_back(name);
+		names += (names.empty() ? "" : "+") + std::string(name);
+	}
+	return names;
+}
 
 void run_group(void *buffers[], void *arg)
 {
@@ -62,9 +80,17 @@ void run_group(void *buffers[], void *arg)
 			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
 		}
 	}
-	group->exec_us = starpu_timing_now() - start_us;
+	const double end_us = starpu_timing_now();
+	group->exec_us = end_us - start_us;
 	if (group->one_codelet)
 		group->reports.observations->record_member_us(group->members[0]->cl, group->exec_us / double(ntasks));
+	/* Every member ran inside the one batched call. */
+	if (group->batched)
+		for (struct starpu_task *member : group->members)
+			if (starpu_profiles(member))
+				record_in_starpu_profiling(member, start_us, end_us);
+	if (group->reports.trace)
+		group->reports.trace->record(starpu_worker_get_id(), start_us, end_us, ntasks, "submission", codelet_names(group->members));
 }
 
 /* StarPU calls it when the merged task becomes ready (in _starpu_push_task),

@@ -26,6 +26,7 @@
 
 namespace fusing {
 
+class BatchTrace;
 class CodeletObservations;
 class LiveMembers;
 class Statistics;
@@ -33,6 +34,7 @@ class Statistics;
 struct GroupReports {
 	CodeletObservations *observations;
 	Statistics *stats; /* null when STARPU_FUSING_STATS is off */
+	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
 	LiveMembers *live;
 };
 

@@ -55,12 +55,15 @@ bool InsideStarpuScope::active()
 	return inside_starpu_depth != 0;
 }
 
-SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, const ContextLoad &load,
-				   CodeletObservations &observations, Statistics *stats, SubmitFunction real_submit)
-	: limits_(limits), selected_(std::move(selected)), predict_(std::move(predict)), load_(load),
-	  observations_(observations), stats_(stats), real_submit_(real_submit),
+SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict,
+				   SubmissionCounter count_deferred, const ContextLoad &load, const GroupReports &reports,
+				   SubmitFunction real_submit)
+	: limits_(limits), selected_(std::move(selected)), predict_(std::move(predict)),
+	  count_deferred_(std::move(count_deferred)), load_(load),
+	  reports_(reports), real_submit_(real_submit),
 	  max_window_tasks_(std::size_t(limits.max_group_tasks) * 256)
 {
+	reports_.live = &live_;
 	closer_ = std::thread([this] { close_periodically(); });
 }
 
@@ -84,7 +87,7 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 		return false;
 	if (is_merged_task(task) || is_group_task(task))
 		return false;
-	if (check_fusable(task) != UnfusedReason::none)
+	if (!task->cl || !selected_(task) || check_fusable(task) != UnfusedReason::none)
 		return false;
 	/* Per-handle sequential consistency (STARPU_HANDLES_SEQUENTIAL_CONSISTENCY):
 	 * the merged task would bring back the dependencies the program turned
@@ -103,8 +106,6 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	if (task->epilogue_callback_func)
 		return false;
 #endif
-	if (!selected_(task))
-		return false;
 	ctx = task->sched_ctx;
 	if (ctx == STARPU_NMAX_SCHED_CTXS) {
 		/* StarPU resolves it in the submitting thread; the merged task
@@ -183,6 +184,8 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		return real_submit_(task);
 	std::unique_lock<std::recursive_mutex> lock(mutex_);
 	if (defer) {
+		if (count_deferred_)
+			count_deferred_(task);
 		place(task, ctx, predicted_us, bytes);
 		return 0;
 	}
@@ -284,14 +287,13 @@ bool SubmissionWindow::full(const Group &group) const
 
 void SubmissionWindow::submit_groups_through(std::size_t group_number)
 {
-	const GroupReports reports{&observations_, stats_, &live_};
 	while (first_open_ <= group_number) {
 		Group &group = groups_.front();
 		const std::size_t count = group.members.tasks.size();
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		{
 			InsideStarpuScope inside;
-			const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports, real_submit_);
+			const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
 			handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		}
 		groups_.pop_front();

@@ -54,14 +54,17 @@ public:
 		std::uint64_t working_set_bytes; /* STARPU_FUSING_CACHE_CAP; 0: none */
 		bool always_defer;             /* STARPU_FUSING_HOLD=always: even while a worker waits */
 	};
-	/* Whether the program's settings let this task be fused at all
-	 * (eligibility, STARPU_FUSING_ONLY/EXCLUDE); predicted duration of one
-	 * task in µs, NaN when unknown.  Called in the submitting thread. */
+	/* Whether STARPU_FUSING_ONLY/EXCLUDE let this task be fused; predicted
+	 * duration of one task in µs, NaN when unknown; counts a task the
+	 * window defers in the statistics (StarPU's submit hook counts the
+	 * others), empty without them.  Called in the submitting thread. */
 	using Selector = std::function<bool(struct starpu_task *)>;
 	using Predictor = std::function<double(struct starpu_task *)>;
+	using SubmissionCounter = std::function<void(struct starpu_task *)>;
 
-	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, const ContextLoad &load,
-			 CodeletObservations &observations, Statistics *stats, SubmitFunction real_submit);
+	/* reports.live is the window's own (live_). */
+	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, SubmissionCounter count_deferred,
+			 const ContextLoad &load, const GroupReports &reports, SubmitFunction real_submit);
 	/* Stops the closer thread.  The window is empty by then: starpu_shutdown
 	 * is a barrier (the engine checks). */
 	~SubmissionWindow();
@@ -121,9 +124,9 @@ private:
 	const Limits limits_;
 	const Selector selected_;
 	const Predictor predict_;
+	const SubmissionCounter count_deferred_;
 	const ContextLoad &load_;
-	CodeletObservations &observations_;
-	Statistics *const stats_;
+	GroupReports reports_; /* live points at live_ */
 	const SubmitFunction real_submit_;
 	/* Chains fill one group each: a window holds up to this many tasks
 	 * before it is flushed whole. */

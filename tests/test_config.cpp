@@ -31,6 +31,7 @@ static void config_defaults_when_unset(void **)
 	assert_int_equal(r.config.cache_cap_level, 0);
 	assert_false(r.config.print_stats);
 	assert_true(r.config.hold == Config::Hold::when_busy);
+	assert_true(r.config.trace_path.empty());
 }
 
 static void config_reads_every_variable(void **)
@@ -38,7 +39,8 @@ static void config_reads_every_variable(void **)
 	ConfigResult r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_BASE", "eager"},
 					   {"STARPU_FUSING_MAX_BATCH", "128"}, {"STARPU_FUSING_MAX_DELAY", "250us"}, {"STARPU_FUSING_MAX_TASK", "2ms"},
 					   {"STARPU_FUSING_CACHE_CAP", "l3"},
-					   {"STARPU_FUSING_STATS", "1"}, {"STARPU_FUSING_HOLD", "always"}}));
+					   {"STARPU_FUSING_STATS", "1"}, {"STARPU_FUSING_HOLD", "always"},
+					   {"STARPU_FUSING_TRACE", "batches.csv"}}));
 	assert_true(r.error.empty());
 	assert_false(r.config.fusion_enabled);
 	assert_string_equal(r.config.base_policy.c_str(), "eager");
@@ -48,6 +50,7 @@ static void config_reads_every_variable(void **)
 	assert_int_equal(r.config.cache_cap_level, 3);
 	assert_true(r.config.print_stats);
 	assert_true(r.config.hold == Config::Hold::always);
+	assert_string_equal(r.config.trace_path.c_str(), "batches.csv");
 }
 
 /* StarPU blocks starpu_task_submit when both limits are set, which the
@@ -101,6 +104,7 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_STATS", "true", "0 or 1");
 	expect_error("STARPU_FUSING_HOLD", "sometimes", "when-busy (hold");
 	expect_error("STARPU_FUSING_MODE", "eager", "ready (batch ready tasks), submission");
+	expect_error("STARPU_FUSING_TRACE", "", "a file name");
 	expect_error("STARPU_FUSING_CACHE_CAP", "l4", "off, l2 or l3");
 	expect_error("STARPU_FUSING_CACHE_CAP", "L2", "off, l2 or l3");
 	expect_error("STARPU_FUSING_TARGET", "fast", "from 1us to 100s");

@@ -408,6 +408,61 @@ void fusion_callbacks_run_once_after_the_body(void **)
 	expect_all_fused(n);
 }
 
+/* What StarPU's per-task profiling shows a member's callback: when and
+ * where the member itself ran (fusion/member_run.h). */
+struct ProfiledRun {
+	struct starpu_task *task = nullptr; /* alive until its callback returned */
+	std::atomic<int> seen{0};
+	double start_us = 0.0, end_us = 0.0;
+	int worker = -1;
+};
+
+void record_profiled_run(void *arg)
+{
+	ProfiledRun *run = static_cast<ProfiledRun *>(arg);
+	struct starpu_task *task = run->task;
+	if (task->profiling_info) {
+		run->start_us = starpu_timing_timespec_to_us(&task->profiling_info->start_time);
+		run->end_us = starpu_timing_timespec_to_us(&task->profiling_info->end_time);
+		run->worker = task->profiling_info->workerid;
+	}
+	run->seen++;
+}
+
+void fusion_members_show_their_runs_in_profiling(void **)
+{
+	starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
+	const long n = 100;
+	long value = 0;
+	starpu_data_handle_t handle = register_long(&value);
+	std::vector<Arg> args(n);
+	std::vector<ProfiledRun> profiled(n);
+	const double before_us = starpu_timing_now();
+	for (long k = 0; k < n; k++) {
+		args[k].expected_before = k;
+		struct starpu_task *task = make_task(&increment_codelet, &args[k], {handle});
+		task->callback_func = record_profiled_run;
+		task->callback_arg = &profiled[k];
+		profiled[k].task = task;
+		submit(task);
+	}
+	starpu_task_wait_for_all();
+	starpu_profiling_status_set(STARPU_PROFILING_DISABLE);
+	starpu_data_unregister(handle);
+	assert_int_equal(value, n);
+	const int workers = static_cast<int>(starpu_worker_get_count());
+	for (long k = 0; k < n; k++) {
+		assert_int_equal(profiled[k].seen.load(), 1);
+		assert_true(profiled[k].start_us >= before_us);
+		assert_true(profiled[k].end_us >= profiled[k].start_us);
+		assert_true(profiled[k].worker >= 0 && profiled[k].worker < workers);
+		/* A chain: each task ran after the previous one ended. */
+		if (k > 0)
+			assert_true(profiled[k].start_us >= profiled[k - 1].end_us);
+	}
+	expect_all_fused(n);
+}
+
 void fusion_task_wait_on_a_member(void **)
 {
 	const long n = 50;
@@ -692,6 +747,7 @@ int main(int argc, char **argv)
 		FUSION_TEST(fusion_tags_order_tasks),
 		FUSION_TEST(fusion_explicit_dependencies_order_tasks),
 		FUSION_TEST(fusion_callbacks_run_once_after_the_body),
+		FUSION_TEST(fusion_members_show_their_runs_in_profiling),
 		FUSION_TEST(fusion_task_wait_on_a_member),
 		FUSION_TEST(fusion_read_only_members),
 		FUSION_TEST(fusion_distinct_priorities_share_batches),

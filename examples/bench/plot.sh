@@ -58,3 +58,44 @@ set xlabel \"image size (pixels)\"
 set key top left
 set grid ytics
 plot \"$data/conv_bars.dat\" using 2:xtic(1) title columnheader(2), '' using 3 title columnheader(3), '' using 4 title columnheader(4), '' using 5 title columnheader(5)"
+
+# gantt LABEL: the schedule of one run of the convolution at granularity 1
+# (run_bench.sh, (c')): one row per worker; each task a bar coloured by its
+# codelet, where StarPU's per-task profiling says it ran
+# (gantt-LABEL-tasks.csv); each merged task of fusing outlined in black
+# (gantt-LABEL-batches.csv, STARPU_FUSING_TRACE).  Milliseconds from the
+# first task's start.
+gantt() {
+	tasks="$dir/gantt-$1-tasks.csv"
+	batches="$dir/gantt-$1-batches.csv"
+	[ -f "$tasks" ] || return 0
+	t0=$(awk -F, 'NR > 1 && (first == "" || $2 < first) { first = $2 } END { print first }' "$tasks")
+	workers=$(awk -F, 'NR > 1 && $1 + 1 > n { n = $1 + 1 } END { print n }' "$tasks")
+	# bars FILE FILTER: "centre row half-width" lines, in ms, of FILE's rows
+	# (worker,start_us,end_us,...) that the awk condition FILTER selects.
+	bars() {
+		awk -F, -v t0="$t0" "NR > 1 && $2"' { s = ($2 - t0) / 1000; e = ($3 - t0) / 1000; print (s + e) / 2, $1, (e - s) / 2 }' "$1"
+	}
+	clauses=""
+	colour=0
+	for codelet in $(awk -F, 'NR > 1 && !seen[$4]++ { print $4 }' "$tasks"); do
+		colour=$((colour + 1))
+		bars "$tasks" "\$4 == \"$codelet\"" > "$data/gantt-$1-$codelet.dat"
+		clauses="$clauses, \"$data/gantt-$1-$codelet.dat\" using 1:2:3:(0.3) with boxxyerror fillstyle solid 1.0 noborder linecolor $colour title \"$codelet\""
+	done
+	if [ -f "$batches" ]; then
+		bars "$batches" 1 > "$data/gantt-$1-batches.dat"
+		clauses="$clauses, \"$data/gantt-$1-batches.dat\" using 1:2:3:(0.42) with boxxyerror linecolor rgb \"black\" linewidth 1.5 fillstyle empty border title \"merged task\""
+	fi
+	seconds=$(awk -F, '{ print $6 }' "$dir/gantt-$1.csv")
+	render "gantt-$1" "set title \"Convolution at granularity 1 (48x48 px, 32 samples x 8 filters) under $1: $seconds s\" noenhanced
+set xlabel \"time from the first task's start (ms)\"
+set ylabel \"worker\"
+set yrange [-0.6:$workers - 0.4]
+set ytics 1
+set key outside below horizontal noenhanced
+plot ${clauses#, }"
+}
+for label in lws fusing fusing-both; do
+	gantt "$label"
+done

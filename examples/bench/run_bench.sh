@@ -38,7 +38,7 @@ bench=${TASK_SIZE_BENCH:-examples/task_size/task_size_bench}
 examples_dir=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
 mkdir -p "$out"
 # label, STARPU_SCHED, STARPU_FUSING_BASE and STARPU_FUSING_MODE (read by
-# fusing only): fusing runs in its default mode (both) and in ready.
+# fusing only): fusing runs in its default mode (ready) and in both.
 policies=$(cat "$here/policies")
 workers=$(nproc)
 
@@ -166,6 +166,25 @@ echo "== (c) convolution experiment ($conv_args)" >&2
 FUSING_LAUNCHER=$launcher CONV_GRANULARITY=${CONV_GRANULARITY:-examples/conv_granularity/conv_granularity} \
 	"$here/../conv_granularity/run_experiment.sh" $conv_args -out "$out" > "$out/conv_report.md"
 
+# ------------------------------- (c') schedules of the convolution at G1
+# Granularity 1 at 48x48 px, where its tasks are smallest, 32 samples x 8
+# filters (512 tasks, few enough to tell apart), under lws and under fusing
+# in its two modes: each task's run from StarPU's per-task profiling
+# (conv_granularity -trace) and fusing's merged tasks (STARPU_FUSING_TRACE);
+# plot.sh draws them.  One run each: a schedule, not a timing.
+echo "== (c') schedules of the convolution at granularity 1" >&2
+gantt_runs="lws lws ready
+fusing fusing ready
+fusing-both fusing both"
+echo "$gantt_runs" | while read -r label sched fusing_mode; do
+	rm -f "$out/gantt-$label-batches.csv"
+	batch_trace=
+	[ "$sched" = fusing ] && batch_trace="STARPU_FUSING_TRACE=$out/gantt-$label-batches.csv"
+	env STARPU_SCHED="$sched" STARPU_FUSING_BASE=lws STARPU_FUSING_MODE="$fusing_mode" $batch_trace "$launcher" \
+		"${CONV_GRANULARITY:-examples/conv_granularity/conv_granularity}" -granularity 1 -size 48 -samples 32 -filters 8 \
+		-trace "$out/gantt-$label-tasks.csv" > "$out/gantt-$label.csv"
+done
+
 # ------------------------------------------------------- (d) CNN training
 echo "== (d) CNN training ($cnn_args)" >&2
 FUSING_LAUNCHER=$launcher CNN_TRAINING=${CNN_TRAINING:-examples/cnn_training/cnn_training} \
@@ -238,7 +257,7 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 	if [ -f "$out/sweep_independent.png" ]; then
 		echo "## Plots"
 		echo
-		for plot in sweep_independent sweep_stencil tasks_size_overhead conv; do
+		for plot in sweep_independent sweep_stencil tasks_size_overhead conv gantt-lws gantt-fusing gantt-fusing-both; do
 			[ -f "$out/$plot.png" ] && echo "![$plot]($plot.png)"
 		done
 	fi

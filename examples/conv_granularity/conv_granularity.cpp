@@ -14,6 +14,12 @@
  *
  *   conv_granularity -granularity G [-samples N] [-filters F] [-size S]
  *                    [-ksize K] [-channels C] [-batch B] [-batched 0|1]
+ *                    [-trace FILE]
+ *
+ * -trace FILE writes each task's run from StarPU's per-task profiling
+ * (task->profiling_info, read in the task's callback) as CSV lines
+ *   worker,start_us,end_us,codelet
+ * in starpu_timing_now() microseconds, for examples/bench/gantt.sh.
  *
  * Checks every output against a plain host computation, then prints:
  *   granularity,size,samples,filters,tasks,seconds,executing_fraction,submit_seconds
@@ -26,6 +32,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -36,7 +43,39 @@ namespace {
 
 struct Options {
 	int granularity = 1, samples = 16, filters = 8, size = 28, ksize = 5, channels = 1, batch = 4, batched = 0;
+	std::string trace; /* -trace FILE; empty: none */
 };
+
+/* -trace: each task's run as StarPU's profiling saw it, appended by the
+ * task's callback (any worker thread, hence the mutex). */
+struct TaskRun {
+	int worker;
+	double start_us, end_us;
+	const char *codelet;
+};
+std::mutex task_runs_mutex;
+std::vector<TaskRun> task_runs;
+
+void record_task_run(void *arg)
+{
+	struct starpu_task *task = static_cast<struct starpu_task *>(arg);
+	struct starpu_profiling_task_info *info = task->profiling_info; /* StarPU 1.3's timespec_to_us takes no const */
+	if (!info)
+		return;
+	std::lock_guard<std::mutex> lock(task_runs_mutex);
+	task_runs.push_back({info->workerid, starpu_timing_timespec_to_us(&info->start_time),
+			     starpu_timing_timespec_to_us(&info->end_time), task->cl->name});
+}
+
+/* Submits task, with record_task_run as its callback under -trace. */
+void submit(struct starpu_task *task, const Options &o)
+{
+	if (!o.trace.empty()) {
+		task->callback_func = record_task_run;
+		task->callback_arg = task;
+	}
+	STARPU_CHECK_RETURN_VALUE(starpu_task_submit(task), "starpu_task_submit");
+}
 
 /* A coarse task (granularities 3 and 4): its samples' images, all filters,
  * all biases, and the outputs of its samples, laid out in that order. */
@@ -73,7 +112,8 @@ int parse(int argc, char **argv, Options &o)
 	for (int i = 1; i + 1 < argc; i += 2) {
 		std::string name = argv[i];
 		int value = std::atoi(argv[i + 1]);
-		if (name == "-granularity") o.granularity = value;
+		if (name == "-trace") o.trace = argv[i + 1];
+		else if (name == "-granularity") o.granularity = value;
 		else if (name == "-samples") o.samples = value;
 		else if (name == "-filters") o.filters = value;
 		else if (name == "-size") o.size = value;
@@ -95,7 +135,7 @@ int main(int argc, char **argv)
 {
 	Options o;
 	if (parse(argc, argv, o) != 0) {
-		std::fprintf(stderr, "usage: %s -granularity 1|2|3|4 [-samples N] [-filters F] [-size S] [-ksize K] [-channels C] [-batch B] [-batched 0|1]\n", argv[0]);
+		std::fprintf(stderr, "usage: %s -granularity 1|2|3|4 [-samples N] [-filters F] [-size S] [-ksize K] [-channels C] [-batch B] [-batched 0|1] [-trace FILE]\n", argv[0]);
 		return 2;
 	}
 	if (o.batched && conv2d_register_batched_kernels() != 0)
@@ -150,7 +190,7 @@ int main(int argc, char **argv)
 		task->dyn_modes = static_cast<enum starpu_data_access_mode *>(std::malloc(modes.size() * sizeof(modes[0])));
 		std::memcpy(task->dyn_handles, handles.data(), handles.size() * sizeof(handles[0]));
 		std::memcpy(task->dyn_modes, modes.data(), modes.size() * sizeof(modes[0]));
-		STARPU_CHECK_RETURN_VALUE(starpu_task_submit(task), "starpu_task_submit");
+		submit(task, o);
 		tasks++;
 	};
 	for (int s = 0; s < o.samples; s++) {
@@ -166,15 +206,14 @@ int main(int argc, char **argv)
 		for (int f = 0; f < o.filters; f++) {
 			starpu_data_handle_t output = output_h[std::size_t(s) * o.filters + f];
 			if (o.granularity == 1) {
-				ret = starpu_task_insert(&conv2d_codelet, STARPU_R, image_h[s], STARPU_R, filter_h[f], STARPU_W, output, 0);
-				STARPU_CHECK_RETURN_VALUE(ret, "starpu_task_insert");
-				ret = starpu_task_insert(&bias_add_codelet, STARPU_RW, output, STARPU_R, bias_h[f], 0);
+				submit(starpu_task_build(&conv2d_codelet, STARPU_R, image_h[s], STARPU_R, filter_h[f], STARPU_W, output, 0), o);
+				submit(starpu_task_build(&bias_add_codelet, STARPU_RW, output, STARPU_R, bias_h[f], 0), o);
 				tasks += 2;
 			} else {
-				ret = starpu_task_insert(&conv2d_bias_codelet, STARPU_R, image_h[s], STARPU_R, filter_h[f], STARPU_R, bias_h[f], STARPU_W, output, 0);
+				submit(starpu_task_build(&conv2d_bias_codelet, STARPU_R, image_h[s], STARPU_R, filter_h[f], STARPU_R, bias_h[f],
+							 STARPU_W, output, 0), o);
 				tasks++;
 			}
-			STARPU_CHECK_RETURN_VALUE(ret, "starpu_task_insert");
 		}
 	}
 	double submit_seconds = (starpu_timing_now() - start) / 1e6;
@@ -211,6 +250,17 @@ int main(int argc, char **argv)
 						return 1;
 					}
 				}
+	if (!o.trace.empty()) {
+		std::FILE *trace = std::fopen(o.trace.c_str(), "w");
+		if (!trace) {
+			std::perror(o.trace.c_str());
+			return 1;
+		}
+		std::fprintf(trace, "worker,start_us,end_us,codelet\n");
+		for (const TaskRun &run : task_runs)
+			std::fprintf(trace, "%d,%.3f,%.3f,%s\n", run.worker, run.start_us, run.end_us, run.codelet ? run.codelet : "unnamed");
+		std::fclose(trace);
+	}
 	std::printf("%d,%d,%d,%d,%ld,%.6f,%.3f,%.6f\n", o.granularity, o.size, o.samples, o.filters, tasks, seconds,
 		    total > 0 ? executing / total : 0.0, submit_seconds);
 	return 0;

@@ -42,20 +42,20 @@ configs="48 1024 8
 512 16 8
 775 16 4"
 # label, policy, batched kernels, granularity, STARPU_FUSING_MODE (fusing only:
-# its default, both, and ready-time fusion alone)
-settings="eager eager 0 1 both
-lws lws 0 1 both
-dmda dmda 0 1 both
-fusing-generic fusing 0 1 both
-fusing-batched fusing 1 1 both
-fusing-ready-generic fusing 0 1 ready
-fusing-ready-batched fusing 1 1 ready
-lws lws 0 2 both
-dmda dmda 0 2 both
-lws lws 0 3 both
-dmda dmda 0 3 both
-lws lws 0 4 both
-dmda dmda 0 4 both"
+# its default, ready, and both: submission-time fusion too)
+settings="eager eager 0 1 ready
+lws lws 0 1 ready
+dmda dmda 0 1 ready
+fusing-generic fusing 0 1 ready
+fusing-batched fusing 1 1 ready
+fusing-both-generic fusing 0 1 both
+fusing-both-batched fusing 1 1 both
+lws lws 0 2 ready
+dmda dmda 0 2 ready
+lws lws 0 3 ready
+dmda dmda 0 3 ready
+lws lws 0 4 ready
+dmda dmda 0 4 ready"
 
 echo "size_px,granularity,policy,tasks,seconds,executing,submit_seconds" > "$runs"
 for round in $(seq "$reps"); do
