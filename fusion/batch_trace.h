@@ -1,14 +1,14 @@
 /* STARPU_FUSING_TRACE: one CSV line per merged task that ran, written at
  * shutdown, so that its batches can be drawn over StarPU's per-task
- * profiling (examples/bench/gantt.sh does).  Times are starpu_timing_now()
+ * profiling (examples/bench/plot.sh does).  Times are starpu_timing_now()
  * microseconds, the clock StarPU's profiling_info times are taken with
  * (_starpu_clock_gettime).
  *
  *   worker,start_us,end_us,members,kind,name
  *
  * kind: "ready" (a ready-time batch of one codelet, name "fused:<codelet>")
- * or "submission" (a group merged at submission, name the distinct codelet
- * names of its members joined by '+').
+ * or "submission" (a group merged at submission, name the distinct names
+ * of its members' codelets, as codelet_name.h gives them, joined by '+').
  *
  * record() runs in the worker that ran the merged task; mutex_ guards
  * records_.  write() runs once, at shutdown, after every merged task

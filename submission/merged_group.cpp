@@ -4,6 +4,7 @@
 #include "fusion/batch_trace.h"
 #include "fusion/batched_registry.h"
 #include "fusion/buffer_merge.h"
+#include "fusion/codelet_name.h"
 #include "fusion/codelet_observations.h"
 #include "fusion/current_member.h"
 #include "fusion/member_run.h"
@@ -18,6 +19,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace fusing {
 namespace {
@@ -35,19 +37,23 @@ struct RunningGroup {
 	double exec_us = 0.0;
 };
 
-/* The distinct names of the members' codelets, in order, joined by '+'
- * (cl->name, "unnamed" without one): the trace's name of a group. */
+/* The distinct names of the members' codelets (codelet_name.h), in order,
+ * joined by '+': the trace's name of a group. */
 std::string codelet_names(const std::vector<struct starpu_task *> &members)
 {
-	std::vector<const char *> seen;
-	std::string names;
+	std::vector<const struct starpu_codelet *> seen_codelets;
+	std::vector<std::string> seen_names;
 	for (const struct starpu_task *member : members) {
-		const char *name = member->cl->name ? member->cl->name : "unnamed";
-		if (std::find_if(seen.begin(), seen.end(), [name](const char *s) { return std::strcmp(s, name) == 0; }) != seen.end())
+		if (std::find(seen_codelets.begin(), seen_codelets.end(), member->cl) != seen_codelets.end())
 			continue;
-		seen.push_back(name);
-		names += (names.empty() ? "" : "+") + std::string(name);
+		seen_codelets.push_back(member->cl);
+		std::string name = codelet_family_name(member->cl);
+		if (std::find(seen_names.begin(), seen_names.end(), name) == seen_names.end())
+			seen_names.push_back(std::move(name));
 	}
+	std::string names;
+	for (const std::string &name : seen_names)
+		names += (names.empty() ? "" : "+") + name;
 	return names;
 }
 

@@ -19,7 +19,7 @@
  * -trace FILE writes each task's run from StarPU's per-task profiling
  * (task->profiling_info, read in the task's callback) as CSV lines
  *   worker,start_us,end_us,codelet
- * in starpu_timing_now() microseconds, for examples/bench/gantt.sh.
+ * in starpu_timing_now() microseconds, for examples/bench/plot.sh.
  *
  * Checks every output against a plain host computation, then prints:
  *   granularity,size,samples,filters,tasks,seconds,executing_fraction,submit_seconds
@@ -32,9 +32,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <mutex>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
