@@ -20,6 +20,11 @@ namespace fusing {
 /* Reads the codelet (it must be alive); any thread. */
 std::string codelet_family_name(const struct starpu_codelet *cl);
 
+/* Every name the codelet has, of the three above (cl->name, its model's
+ * symbol, its CPU function's symbol), in that order: what a program may
+ * be known to define a computation under (kernels/pack.h). */
+std::vector<std::string> codelet_known_names(const struct starpu_codelet *cl);
+
 /* Each codelet's name, computed the first time it is asked for (while the
  * codelet is alive: at its first task's submission) and kept, so that
  * codelets freed before shutdown still have a name in the statistics.  Any

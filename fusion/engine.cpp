@@ -81,7 +81,8 @@ thread_local double timed_task_start_us = 0.0;
 Engine::Engine(const Config &config)
 	: config_(config),
 	  targets_{config.target_us, config.min_batch_tasks, config.max_batch_tasks, config.max_generic_task_us},
-	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty())
+	  selecting_by_name_(!config.only_codelets.empty() || !config.exclude_codelets.empty()),
+	  kernels_(enabled_pack_entries(config.kernel_entries))
 {
 	if (config_.print_stats) {
 		starpu_profiling_status_set(STARPU_PROFILING_ENABLE);
@@ -120,7 +121,7 @@ Engine::Engine(const Config &config)
 		targets_, config_.max_delay_us, caps_, load_, observations_,
 		[this](const struct starpu_codelet *cl) { return names_.of(cl); }, cpu_relative_speedup);
 	flusher_ = std::make_unique<Flusher>(*collector_,
-					     MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get()});
+					     MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), &kernels_});
 	start_submission_window();
 }
 
@@ -141,11 +142,12 @@ void Engine::start_submission_window()
 					      config_.hold == Config::Hold::always};
 	auto selected = [this](struct starpu_task *task) { return !selecting_by_name_ || family_selected(task->cl); };
 	auto predict = [this](struct starpu_task *task) { return predict_member_us(task); };
+	auto batched = [this](struct starpu_task *task) { return has_batched_kernel(task->cl); };
 	SubmissionWindow::SubmissionCounter count_deferred;
 	if (config_.print_stats)
 		count_deferred = [this](struct starpu_task *task) { stats_.record_submitted(task->cl, names_.of(task->cl)); };
 	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr};
-	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, count_deferred, load_, reports,
+	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, batched, count_deferred, load_, reports,
 						     starpu_own_task_submit);
 	set_active_submission_window(window_.get());
 }
@@ -182,6 +184,11 @@ bool Engine::family_selected(const struct starpu_codelet *cl)
 	return selection_.selected(cl, [this](const struct starpu_codelet *codelet) {
 		return codelet_selected(config_, names_.of(codelet).c_str());
 	});
+}
+
+bool Engine::has_batched_kernel(const struct starpu_codelet *cl)
+{
+	return batched_implementation_for(cl).has_value() || kernels_.may_bind(cl);
 }
 
 void Engine::record_unfused(const struct starpu_codelet *cl, UnfusedReason reason)
@@ -222,7 +229,7 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 		return record_unfused(task->cl, UnfusedReason::no_cpu_worker_in_context);
 	double predicted_us = predict_member_us(task);
 	const bool fuse_even_if_long = too_long_for_generic_execution(predicted_us, targets_) &&
-				       (batched_implementation_for(task->cl).has_value() ||
+				       (has_batched_kernel(task->cl) ||
 					long_tasks_seen_.fetch_add(1, std::memory_order_relaxed) % remeasure_period == 0);
 	UnfusedReason reason = decide_hold(predicted_us, targets_, fuse_even_if_long, observations_.worth_holding(task->cl),
 					   load_.every_worker_busy(ctx), config_.hold == Config::Hold::always);
@@ -370,6 +377,7 @@ void Engine::warn_about_unused_names(FILE *stream) const
 void Engine::print_statistics(FILE *stream) const
 {
 	stats_.print(stream);
+	kernels_.print(stream);
 	if (window_)
 		std::fprintf(stream, "[starpu-fusing] submission-time fusion: %llu tasks deferred, merged into %llu tasks "
 			     "with %llu handles in all\n", (unsigned long long)window_->tasks_deferred(),

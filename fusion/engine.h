@@ -34,6 +34,7 @@
 #include "fusion/codelet_selection.h"
 #include "fusion/controller.h"
 #include "fusion/flusher.h"
+#include "fusion/kernel_binding.h"
 #include "fusion/stats.h"
 #include "fusion/topology.h"
 #include "sched/config.h"
@@ -90,6 +91,9 @@ private:
 	void record_unfused(const struct starpu_codelet *cl, UnfusedReason reason);
 	/* STARPU_FUSING_ONLY/EXCLUDE let cl's tasks be fused; any thread. */
 	bool family_selected(const struct starpu_codelet *cl);
+	/* cl has a batched implementation: registered, or a kernel pack
+	 * entry that may bind to it; any thread. */
+	bool has_batched_kernel(const struct starpu_codelet *cl);
 	/* Starts the submission window if config_ asks for it and the
 	 * library sees the program's submissions; the constructor. */
 	void start_submission_window();
@@ -113,6 +117,7 @@ private:
 	CodeletNames names_;
 	CodeletSelection selection_; /* only used when selecting_by_name_ */
 	CodeletObservations observations_;
+	KernelBindings kernels_; /* STARPU_FUSING_KERNELS's entries */
 	ContextLoad load_;
 	std::unique_ptr<BatchCollector> collector_;
 	std::unique_ptr<Flusher> flusher_;

@@ -5,6 +5,7 @@
 #include "fusion/batched_registry.h"
 #include "fusion/buffer_merge.h"
 #include "fusion/codelet_observations.h"
+#include "fusion/kernel_binding.h"
 #include "fusion/member_run.h"
 #include "fusion/merged_task_buffers.h"
 #include "fusion/stats.h"
@@ -30,6 +31,7 @@ struct RunningBatch {
 	MergedTaskReports reports;
 	double predicted_us;  /* NaN when unknown; read by StarPU through merged_model */
 	double exec_us = 0.0; /* written by run_batch, read by finish_batch */
+	KernelBinding *kernel = nullptr; /* without batched: a kernel pack entry bound to the codelet */
 };
 
 /* Folds member_us into the family's online estimate (for codelets StarPU
@@ -40,35 +42,58 @@ void record_measurement(const RunningBatch &batch, double member_us)
 	batch.family->batch_measured.store(true, std::memory_order_relaxed);
 }
 
+/* Per-task views of a merged task's buffers: task i's buffer b is
+ * task_buffers[i][b], as the codelet's own function gets them. */
+struct TaskBufferViews {
+	std::vector<void *> flat;
+	std::vector<void **> task_buffers;
+	std::vector<void *> task_args;
+
+	TaskBufferViews(const RunningBatch &batch, void *buffers[])
+	{
+		const unsigned nbuffers = batch.family->key.nbuffers;
+		const std::size_t ntasks = batch.members.size();
+		flat.resize(ntasks * nbuffers);
+		for (std::size_t i = 0; i < ntasks; i++) {
+			for (unsigned b = 0; b < nbuffers; b++)
+				flat[i * nbuffers + b] = buffers[batch.buffer_of_use[i * nbuffers + b]];
+			task_args.push_back(batch.members[i]->task()->cl_arg);
+		}
+		for (std::size_t i = 0; i < ntasks; i++)
+			task_buffers.push_back(flat.data() + i * nbuffers);
+	}
+};
+
 /* The merged task's CPU function.  Runs in the worker thread that popped
  * it, after StarPU fetched every member's data; holds no lock of ours.
- * Calls the codelet's batched implementation once, or else each member's
- * own CPU function with its buffers, in the order the members became ready. */
+ * Calls the codelet's batched implementation once, or the bound kernel,
+ * or else each member's own CPU function with its buffers, in the order
+ * the members became ready. */
 void run_batch(void *buffers[], void *arg)
 {
 	RunningBatch *batch = static_cast<RunningBatch *>(arg);
-	const unsigned nbuffers = batch->family->key.nbuffers;
 	const std::size_t ntasks = batch->members.size();
 	for (BorrowedTask *member : batch->members)
 		member->await_handover();
 	double start_us = starpu_timing_now();
 	if (batch->batched) {
 		/* One call for the whole batch: per-task views of the buffers. */
-		std::vector<void *> flat(ntasks * nbuffers);
-		std::vector<void **> task_buffers(ntasks);
-		std::vector<void *> task_args(ntasks);
-		for (std::size_t i = 0; i < ntasks; i++) {
-			for (unsigned b = 0; b < nbuffers; b++)
-				flat[i * nbuffers + b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
-			task_buffers[i] = flat.data() + i * nbuffers;
-			task_args[i] = batch->members[i]->task()->cl_arg;
-		}
-		batch->batched->cpu_func(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(), batch->batched->batch_arg);
+		TaskBufferViews views(*batch, buffers);
+		batch->batched->cpu_func(static_cast<unsigned>(ntasks), views.task_buffers.data(), views.task_args.data(),
+					 batch->batched->batch_arg);
+	} else if (batch->kernel) {
+		TaskBufferViews views(*batch, buffers);
+		const KernelRun ran = batch->kernel->run(static_cast<unsigned>(ntasks), views.task_buffers.data(), [&](unsigned i) {
+			run_member(batch->members[i]->task(), views.task_buffers[i], ntasks);
+		});
+		for (unsigned i : ran.tasks)
+			if (starpu_profiles(batch->members[i]->task()))
+				record_in_starpu_profiling(batch->members[i]->task(), ran.start_us, ran.end_us);
 	} else {
-		std::vector<void *> member_buffers(nbuffers);
+		std::vector<void *> member_buffers(batch->family->key.nbuffers);
 		for (std::size_t i = 0; i < ntasks; i++) {
-			for (unsigned b = 0; b < nbuffers; b++)
-				member_buffers[b] = buffers[batch->buffer_of_use[i * nbuffers + b]];
+			for (unsigned b = 0; b < member_buffers.size(); b++)
+				member_buffers[b] = buffers[batch->buffer_of_use[i * member_buffers.size() + b]];
 			run_member(batch->members[i]->task(), member_buffers.data(), ntasks);
 			/* The family's very first member measured: batches still being
 			 * formed need it now, not after the whole batch (a program
@@ -171,6 +196,12 @@ void submit_merged_task(Family &family, std::vector<BorrowedTask *> members, con
 	auto merged = merge_buffers(use_handles, use_modes);
 	batch->buffer_of_use = std::move(merged.index_of_use);
 	batch->batched = batched_implementation_for(family.key.codelet);
+	if (!batch->batched && reports.kernels) {
+		std::vector<enum starpu_data_access_mode> modes(nbuffers);
+		for (unsigned b = 0; b < nbuffers; b++)
+			modes[b] = batch->members.front()->mode(b);
+		batch->kernel = reports.kernels->binding_for(family.key.codelet, modes);
+	}
 
 	struct starpu_task *task = starpu_task_create();
 	task->cl = std::isnan(batch->predicted_us) ? &family.merged_codelet_without_prediction : &family.merged_codelet;

@@ -6,8 +6,9 @@
  * hold their places.  StarPU schedules it through the base policy and
  * fetches its data like any task's.  Its CPU function runs each member's
  * CPU function on that member's buffers, or the codelet's batched
- * implementation once; its callback releases every member (borrowed_task.h,
- * step 4). */
+ * implementation once (the program's own, else a kernel pack entry bound to
+ * the codelet: kernel_binding.h); its callback releases every member
+ * (borrowed_task.h, step 4). */
 #ifndef STARPU_FUSING_FUSION_MERGED_TASK_H
 #define STARPU_FUSING_FUSION_MERGED_TASK_H
 
@@ -20,6 +21,7 @@ namespace fusing {
 
 class BatchTrace;
 class CodeletObservations;
+class KernelBindings;
 class Statistics;
 
 /* Where a merged task reports what it measured: the online estimate, and
@@ -29,6 +31,7 @@ struct MergedTaskReports {
 	CodeletObservations *observations;
 	Statistics *stats; /* null when STARPU_FUSING_STATS is off */
 	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
+	KernelBindings *kernels; /* the kernel pack's bindings (none bind with STARPU_FUSING_KERNELS=off) */
 };
 
 /* Prepares family.merged_codelet (called once per family). */

@@ -22,10 +22,10 @@
  *                          filter, the sub-matrices from blocks partitioned
  *                          along z); same batched implementation as conv2d
  *
- * Batched versions: conv2d groups a batch's tasks by image, builds each
- * image's im2col matrix once and multiplies it by all that image's filters
- * in one single-precision GEMM (OpenBLAS, one thread per StarPU worker);
- * bias_add stays a loop (memory-bound: a GEMM would not help). */
+ * Batched versions: conv2d and conv2d_bias run a batch's tasks through
+ * kernels/cross_correlation.h (tasks sharing an image as one im2col copy
+ * and one single-precision GEMM); bias_add stays a loop (memory-bound: a
+ * GEMM would not help). */
 #ifndef STARPU_FUSING_KERNELS_CONV2D_H
 #define STARPU_FUSING_KERNELS_CONV2D_H
 
@@ -45,9 +45,8 @@ void conv2d_batched(unsigned ntasks, void **task_buffers[], void *task_args[], v
 void bias_add_batched(unsigned ntasks, void **task_buffers[], void *task_args[], void *batch_arg);
 void conv2d_bias_batched(unsigned ntasks, void **task_buffers[], void *task_args[], void *batch_arg);
 
-/* Registers the batched implementations for the four codelets, and
- * keeps OpenBLAS to one thread (StarPU already runs one worker per core).
- * Returns 0 or the first error of starpu_fusing_register_batched. */
+/* Registers the batched implementations for the four codelets.  Returns 0
+ * or the first error of starpu_fusing_register_batched. */
 int conv2d_register_batched_kernels(void);
 int conv2d_unregister_batched_kernels(void);
 

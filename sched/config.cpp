@@ -61,7 +61,7 @@ const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
 	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
 	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_CACHE_CAP", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_MODE", "STARPU_FUSING_LIBRARY",
-	"STARPU_FUSING_TRACE",
+	"STARPU_FUSING_TRACE", "STARPU_FUSING_KERNELS",
 };
 
 /* Reads the duration variable name, when set, into *value_us if it lies in
@@ -225,6 +225,21 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			return result;
 		}
 		config.trace_path = *text;
+	}
+
+	if (auto text = lookup("STARPU_FUSING_KERNELS")) {
+		if (*text == "off") {
+			config.kernel_entries = std::vector<std::string>{};
+		} else if (*text != "auto") {
+			auto names = parse_name_list(*text);
+			if (!names) {
+				result.error = invalid("STARPU_FUSING_KERNELS", *text,
+						       "auto (every kernel pack entry), off, or comma-separated entry names without spaces "
+						       "(e.g. cross_correlation,filter_gradient)");
+				return result;
+			}
+			config.kernel_entries = *names;
+		}
 	}
 
 	/* StarPU throttles submission when both limits are set (1.3 and 1.4,

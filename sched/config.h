@@ -28,6 +28,11 @@ struct Config {
 	int cache_cap_level = 0;              /* STARPU_FUSING_CACHE_CAP: 0 off, 2 L2, 3 L3 */
 	bool print_stats = false;             /* STARPU_FUSING_STATS */
 	std::string trace_path;               /* STARPU_FUSING_TRACE; empty: no trace */
+	/* STARPU_FUSING_KERNELS: the kernel pack entries that may bind to a
+	 * program's codelets (kernels/pack.h): nullopt for auto (all of
+	 * them), empty for off, else those named (checked against the pack
+	 * by policy_selection.cpp). */
+	std::optional<std::vector<std::string>> kernel_entries;
 	/* STARPU_FUSING_HOLD: when a ready fusable task waits for a batch.
 	 * when_busy (default): only while every worker has queued work.
 	 * always: every time, even on an idle machine; it makes batches form

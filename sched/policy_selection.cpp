@@ -1,6 +1,7 @@
 /* The policy from the environment; see policy_selection.h. */
 #include "sched/policy_selection.h"
 
+#include "kernels/pack.h"
 #include "sched/base_policy.h"
 #include "sched/config.h"
 #include "sched/fusing_policy.h"
@@ -39,6 +40,16 @@ Selection select_from_environment()
 				  "expected one of StarPU's predefined policies: " + accepted_base_policy_names();
 		return selection;
 	}
+	if (parsed.config.kernel_entries)
+		for (const std::string &name : *parsed.config.kernel_entries)
+			if (!kernels::pack_entry_named(name)) {
+				std::string entries;
+				for (const kernels::PackEntry &entry : kernels::kernel_pack())
+					entries += (entries.empty() ? "" : ", ") + std::string(entry.name);
+				selection.error = "starpu-fusing: invalid STARPU_FUSING_KERNELS: '" + name +
+						  "' is no kernel pack entry; expected auto, off, or a comma-separated list of: " + entries;
+				return selection;
+			}
 	selection.policy = build_fusing_policy(base, parsed.config);
 	return selection;
 }

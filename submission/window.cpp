@@ -2,7 +2,6 @@
 #include "submission/window.h"
 
 #include "build_config.h"
-#include "fusion/batched_registry.h"
 #include "fusion/eligibility.h"
 #include "fusion/merged_task.h"
 
@@ -55,11 +54,11 @@ bool InsideStarpuScope::active()
 	return inside_starpu_depth != 0;
 }
 
-SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict,
+SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, Selector has_batched_kernel,
 				   SubmissionCounter count_deferred, const ContextLoad &load, const GroupReports &reports,
 				   SubmitFunction real_submit)
 	: limits_(limits), selected_(std::move(selected)), predict_(std::move(predict)),
-	  count_deferred_(std::move(count_deferred)), load_(load),
+	  has_batched_kernel_(std::move(has_batched_kernel)), count_deferred_(std::move(count_deferred)), load_(load),
 	  reports_(reports), real_submit_(real_submit),
 	  max_window_tasks_(std::size_t(limits.max_group_tasks) * 256)
 {
@@ -136,7 +135,7 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	/* A codelet with a batched implementation is left to ready-time
 	 * batches, which keep to one codelet and call it once; a group may
 	 * mix codelets and then runs each task generically. */
-	if (batched_implementation_for(task->cl))
+	if (has_batched_kernel_(task))
 		return false;
 	bytes = 0;
 	if (limits_.close_at_bytes > 0 || limits_.working_set_bytes > 0) {

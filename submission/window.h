@@ -55,15 +55,18 @@ public:
 		bool always_defer;             /* STARPU_FUSING_HOLD=always: even while a worker waits */
 	};
 	/* Whether STARPU_FUSING_ONLY/EXCLUDE let this task be fused; predicted
-	 * duration of one task in µs, NaN when unknown; counts a task the
-	 * window defers in the statistics (StarPU's submit hook counts the
-	 * others), empty without them.  Called in the submitting thread. */
+	 * duration of one task in µs, NaN when unknown; whether its codelet
+	 * has a batched implementation (registered, or bound from the kernel
+	 * pack); counts a task the window defers in the statistics (StarPU's
+	 * submit hook counts the others), empty without them.  Called in the
+	 * submitting thread. */
 	using Selector = std::function<bool(struct starpu_task *)>;
 	using Predictor = std::function<double(struct starpu_task *)>;
 	using SubmissionCounter = std::function<void(struct starpu_task *)>;
 
 	/* reports.live is the window's own (live_). */
-	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, SubmissionCounter count_deferred,
+	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, Selector has_batched_kernel,
+			 SubmissionCounter count_deferred,
 			 const ContextLoad &load, const GroupReports &reports, SubmitFunction real_submit);
 	/* Stops the closer thread.  The window is empty by then: starpu_shutdown
 	 * is a barrier (the engine checks). */
@@ -124,6 +127,7 @@ private:
 	const Limits limits_;
 	const Selector selected_;
 	const Predictor predict_;
+	const Selector has_batched_kernel_;
 	const SubmissionCounter count_deferred_;
 	const ContextLoad &load_;
 	GroupReports reports_; /* live points at live_ */

@@ -1,0 +1,194 @@
+/* Kernel verification on copies; see kernel_verification.h. */
+#include "fusion/kernel_verification.h"
+
+#include "kernels/views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+namespace fusing {
+namespace {
+
+/* Calls visit(offset) for the offset, in elements from ptr, of every
+ * element of the interface (padding left out). */
+template <typename Visit>
+void for_each_element(void *interface, Visit visit)
+{
+	switch (kernels::interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: {
+		const auto *v = static_cast<struct starpu_vector_interface *>(interface);
+		for (std::size_t x = 0; x < v->nx; x++)
+			visit(x);
+		break;
+	}
+	case STARPU_MATRIX_INTERFACE_ID: {
+		const auto *m = static_cast<struct starpu_matrix_interface *>(interface);
+		for (std::size_t y = 0; y < m->ny; y++)
+			for (std::size_t x = 0; x < m->nx; x++)
+				visit(y * m->ld + x);
+		break;
+	}
+	case STARPU_BLOCK_INTERFACE_ID: {
+		const auto *b = static_cast<struct starpu_block_interface *>(interface);
+		for (std::size_t z = 0; z < b->nz; z++)
+			for (std::size_t y = 0; y < b->ny; y++)
+				for (std::size_t x = 0; x < b->nx; x++)
+					visit(z * b->ldz + y * b->ldy + x);
+		break;
+	}
+	default: /* a variable: one element */
+		visit(0);
+		break;
+	}
+}
+
+/* Bytes from the interface's ptr to the end of its last element. */
+std::size_t spanned_bytes(void *interface)
+{
+	std::size_t last = 0;
+	bool any = false;
+	for_each_element(interface, [&](std::size_t offset) {
+		last = std::max(last, offset);
+		any = true;
+	});
+	return any ? (last + 1) * kernels::element_size_of(interface) : 0;
+}
+
+uintptr_t data_of(void *interface)
+{
+	/* ptr follows the id in every interface the copies know. */
+	switch (kernels::interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: return static_cast<struct starpu_vector_interface *>(interface)->ptr;
+	case STARPU_MATRIX_INTERFACE_ID: return static_cast<struct starpu_matrix_interface *>(interface)->ptr;
+	case STARPU_BLOCK_INTERFACE_ID: return static_cast<struct starpu_block_interface *>(interface)->ptr;
+	default: return static_cast<struct starpu_variable_interface *>(interface)->ptr;
+	}
+}
+
+std::size_t interface_size(void *interface)
+{
+	switch (kernels::interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: return sizeof(struct starpu_vector_interface);
+	case STARPU_MATRIX_INTERFACE_ID: return sizeof(struct starpu_matrix_interface);
+	case STARPU_BLOCK_INTERFACE_ID: return sizeof(struct starpu_block_interface);
+	default: return sizeof(struct starpu_variable_interface);
+	}
+}
+
+/* Points a copied interface structure at new data. */
+void point_at(void *interface, uintptr_t data)
+{
+	auto set = [data](auto *i) {
+		i->ptr = data;
+		i->dev_handle = data;
+		i->offset = 0;
+	};
+	switch (kernels::interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: set(static_cast<struct starpu_vector_interface *>(interface)); break;
+	case STARPU_MATRIX_INTERFACE_ID: set(static_cast<struct starpu_matrix_interface *>(interface)); break;
+	case STARPU_BLOCK_INTERFACE_ID: set(static_cast<struct starpu_block_interface *>(interface)); break;
+	default: set(static_cast<struct starpu_variable_interface *>(interface)); break;
+	}
+}
+
+template <typename T>
+void compare_elements(void *original, const unsigned char *copy, double tolerance, Comparison &result)
+{
+	const T *own = reinterpret_cast<const T *>(data_of(original));
+	const T *kernel = reinterpret_cast<const T *>(copy);
+	double scale = 0.0;
+	for_each_element(original, [&](std::size_t i) {
+		if (std::isfinite(own[i]))
+			scale = std::max(scale, std::fabs(double(own[i])));
+	});
+	const double bound = tolerance * scale + double(std::numeric_limits<T>::min());
+	for_each_element(original, [&](std::size_t i) {
+		const double a = double(own[i]), b = double(kernel[i]);
+		double difference;
+		if (std::isnan(a) || std::isnan(b))
+			difference = std::isnan(a) && std::isnan(b) ? 0.0 : HUGE_VAL;
+		else if (a == b)
+			difference = 0.0; /* equal infinities too */
+		else
+			difference = std::fabs(a - b);
+		if (difference > bound)
+			result.within_bound = false;
+		/* Reported: the element furthest beyond (or least within) its bound. */
+		if (difference / bound > result.largest_difference / result.bound || result.bound == 0.0) {
+			result.largest_difference = difference;
+			result.bound = bound;
+		}
+	});
+}
+
+} // namespace
+
+struct WrittenBufferCopies::Copy {
+	void *original;
+	std::vector<unsigned char> interface; /* the original structure, pointing at data */
+	std::vector<unsigned char> data;
+};
+
+double verification_tolerance(std::size_t element_size)
+{
+	if (element_size == sizeof(float))
+		return 1e-3;
+	if (element_size == sizeof(double))
+		return 1e-9;
+	return 0.0;
+}
+
+WrittenBufferCopies::WrittenBufferCopies(const std::vector<void **> &task_buffers, const std::vector<enum starpu_data_access_mode> &modes)
+{
+	std::map<void *, void *> copy_of; /* original interface -> copied interface */
+	for (void **buffers : task_buffers)
+		for (std::size_t b = 0; b < modes.size(); b++) {
+			void *original = buffers[b];
+			if (!(modes[b] & STARPU_W) || copy_of.count(original))
+				continue;
+			auto copy = std::make_unique<Copy>();
+			copy->original = original;
+			copy->interface.resize(interface_size(original));
+			std::memcpy(copy->interface.data(), original, copy->interface.size());
+			const std::size_t bytes = spanned_bytes(original);
+			/* One element at least: data() of an empty vector may be null. */
+			copy->data.resize(std::max<std::size_t>(bytes, 1));
+			std::memcpy(copy->data.data(), reinterpret_cast<const void *>(data_of(original)), bytes);
+			point_at(copy->interface.data(), reinterpret_cast<uintptr_t>(copy->data.data()));
+			copy_of[original] = copy->interface.data();
+			copies_.push_back(std::move(copy));
+		}
+	redirected_buffers_.resize(task_buffers.size());
+	for (std::size_t t = 0; t < task_buffers.size(); t++) {
+		for (std::size_t b = 0; b < modes.size(); b++) {
+			auto it = copy_of.find(task_buffers[t][b]);
+			redirected_buffers_[t].push_back(it == copy_of.end() ? task_buffers[t][b] : it->second);
+		}
+		redirected_.push_back(redirected_buffers_[t].data());
+	}
+}
+
+WrittenBufferCopies::~WrittenBufferCopies() = default;
+
+Comparison WrittenBufferCopies::compare() const
+{
+	Comparison result;
+	for (const auto &copy : copies_) {
+		const std::size_t element_size = kernels::element_size_of(copy->original);
+		const double tolerance = verification_tolerance(element_size);
+		if (element_size == sizeof(float))
+			compare_elements<float>(copy->original, copy->data.data(), tolerance, result);
+		else if (element_size == sizeof(double))
+			compare_elements<double>(copy->original, copy->data.data(), tolerance, result);
+		else if (std::memcmp(reinterpret_cast<const void *>(data_of(copy->original)), copy->data.data(), spanned_bytes(copy->original)) != 0) {
+			result.within_bound = false;
+			result.largest_difference = HUGE_VAL;
+		}
+	}
+	return result;
+}
+
+} // namespace fusing

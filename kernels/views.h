@@ -1,0 +1,95 @@
+/* Typed views of StarPU data interfaces, for the batched kernels.
+ *
+ * A kernel gets each task's buffers as StarPU interface structures (what a
+ * codelet function gets).  Every StarPU interface structure starts with its
+ * enum starpu_data_interface_id (starpu_data_interfaces.h, 1.3 and 1.4),
+ * which is how a view tells a matrix from a block.  Views carry strides in
+ * elements, as StarPU's ld fields do. */
+#ifndef STARPU_FUSING_KERNELS_VIEWS_H
+#define STARPU_FUSING_KERNELS_VIEWS_H
+
+#include <starpu.h>
+
+#include <cstddef>
+
+namespace fusing {
+namespace kernels {
+
+inline enum starpu_data_interface_id interface_id_of(void *interface)
+{
+	return *static_cast<enum starpu_data_interface_id *>(interface);
+}
+
+/* The interfaces kernels read, as bits of a set (pack.h). */
+enum InterfaceBit : unsigned {
+	kVectorInterface = 1u << 0,
+	kMatrixInterface = 1u << 1,
+	kBlockInterface = 1u << 2,
+	kVariableInterface = 1u << 3,
+};
+
+/* Its bit, or 0 for an interface no kernel reads. */
+inline unsigned interface_bit_of(void *interface)
+{
+	switch (interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: return kVectorInterface;
+	case STARPU_MATRIX_INTERFACE_ID: return kMatrixInterface;
+	case STARPU_BLOCK_INTERFACE_ID: return kBlockInterface;
+	case STARPU_VARIABLE_INTERFACE_ID: return kVariableInterface;
+	default: return 0;
+	}
+}
+
+/* The size of one element of an interface interface_bit_of() knows. */
+inline std::size_t element_size_of(void *interface)
+{
+	switch (interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: return static_cast<struct starpu_vector_interface *>(interface)->elemsize;
+	case STARPU_MATRIX_INTERFACE_ID: return static_cast<struct starpu_matrix_interface *>(interface)->elemsize;
+	case STARPU_BLOCK_INTERFACE_ID: return static_cast<struct starpu_block_interface *>(interface)->elemsize;
+	case STARPU_VARIABLE_INTERFACE_ID: return static_cast<struct starpu_variable_interface *>(interface)->elemsize;
+	default: return 0;
+	}
+}
+
+/* A 3-D grid of T: x fastest, then y (stride ldy), then z (stride ldz).
+ * A StarPU block, or a StarPU matrix as one plane (nz = 1). */
+template <typename T>
+struct Grid {
+	T *ptr;
+	unsigned nx, ny, nz;
+	std::size_t ldy, ldz;
+
+	T &at(unsigned z, unsigned y, unsigned x) const { return ptr[z * ldz + y * ldy + x]; }
+};
+
+/* interface: a STARPU_MATRIX or STARPU_BLOCK interface holding Ts. */
+template <typename T>
+Grid<T> grid_of(void *interface)
+{
+	if (interface_id_of(interface) == STARPU_MATRIX_INTERFACE_ID) {
+		const struct starpu_matrix_interface *m = static_cast<struct starpu_matrix_interface *>(interface);
+		return Grid<T>{reinterpret_cast<T *>(m->ptr), m->nx, m->ny, 1, m->ld, std::size_t(m->ld) * m->ny};
+	}
+	const struct starpu_block_interface *b = static_cast<struct starpu_block_interface *>(interface);
+	return Grid<T>{reinterpret_cast<T *>(b->ptr), b->nx, b->ny, b->nz, b->ldy, b->ldz};
+}
+
+/* A contiguous run of n Ts: a STARPU_VECTOR. */
+template <typename T>
+struct Vector {
+	T *ptr;
+	unsigned n;
+};
+
+template <typename T>
+Vector<T> vector_of(void *interface)
+{
+	const struct starpu_vector_interface *v = static_cast<struct starpu_vector_interface *>(interface);
+	return Vector<T>{reinterpret_cast<T *>(v->ptr), v->nx};
+}
+
+} // namespace kernels
+} // namespace fusing
+
+#endif
