@@ -112,6 +112,23 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_MIN_BATCH", "0", "from 1 to STARPU_FUSING_MAX_BATCH (64)");
 	expect_error("STARPU_FUSING_ONLY", "conv, add", "comma-separated codelet names");
 	expect_error("STARPU_FUSING_EXCLUDE", "conv,", "comma-separated codelet names");
+	expect_error("STARPU_FUSING_KERNELS", "", "auto (every kernel pack entry), off, or comma-separated entry names");
+	expect_error("STARPU_FUSING_KERNELS", "cross_correlation, filter_gradient", "auto (every kernel pack entry), off");
+}
+
+/* STARPU_FUSING_KERNELS: unset and auto let every entry bind, off none, a
+ * list those (whether the pack has them is checked at start, where the
+ * pack is: tests/e2e/selection.sh). */
+static void config_reads_the_kernel_pack_selection(void **)
+{
+	assert_false(parse_config(env({})).config.kernel_entries.has_value());
+	assert_false(parse_config(env({{"STARPU_FUSING_KERNELS", "auto"}})).config.kernel_entries.has_value());
+	auto off = parse_config(env({{"STARPU_FUSING_KERNELS", "off"}})).config.kernel_entries;
+	assert_true(off.has_value() && off->empty());
+	auto listed = parse_config(env({{"STARPU_FUSING_KERNELS", "cross_correlation,filter_gradient"}})).config.kernel_entries;
+	assert_true(listed.has_value());
+	assert_int_equal(listed->size(), 2);
+	assert_string_equal((*listed)[1].c_str(), "filter_gradient");
 }
 
 static void config_reads_the_fusion_mode(void **)
@@ -174,6 +191,7 @@ int main(void)
 		cmocka_unit_test(config_rejects_malformed_values),
 		cmocka_unit_test(config_parses_durations_with_units),
 		cmocka_unit_test(config_reads_the_fusion_mode),
+		cmocka_unit_test(config_reads_the_kernel_pack_selection),
 		cmocka_unit_test(config_selects_codelets_by_name),
 		cmocka_unit_test(config_rejects_unknown_variable_names),
 	};

@@ -87,6 +87,8 @@ check_rejected "comma-separated codelet names" STARPU_FUSING_ONLY=a,,b
 check_rejected "comma-separated codelet names" STARPU_FUSING_EXCLUDE=
 check_rejected "unknown variable STARPU_FUSING_MAXBATCH" STARPU_FUSING_MAXBATCH=8
 check_rejected "'increment' is in both STARPU_FUSING_ONLY and STARPU_FUSING_EXCLUDE" STARPU_FUSING_ONLY=increment STARPU_FUSING_EXCLUDE=increment
+check_rejected "'cross_corelation' is no kernel pack entry; expected auto, off, or a comma-separated list of: cross_correlation, " STARPU_FUSING_KERNELS=filter_gradient,cross_corelation
+check_rejected "auto (every kernel pack entry), off, or comma-separated entry names" STARPU_FUSING_KERNELS=cross_correlation,
 check_rejected "cannot work with fusion" STARPU_LIMIT_MAX_SUBMITTED_TASKS=20 STARPU_LIMIT_MIN_SUBMITTED_TASKS=10
 
 # The other ways of selecting a policy.
