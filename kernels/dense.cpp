@@ -74,7 +74,8 @@ void product_tasks(unsigned ntasks, void **task_buffers[], int matrix_index, int
 			outputs.push_back(vector_of<T>(task_buffers[t][output_index]));
 		}
 		if (group.size() < kSmallestSharedProduct)
-			plain_product(matrix_of(group.front()), vectors.front(), outputs.front());
+			for (std::size_t t = 0; t < group.size(); t++)
+				plain_product(matrix_of(group.front()), vectors[t], outputs[t]);
 		else
 			shared_product(matrix_of(group.front()), vectors, outputs);
 	}

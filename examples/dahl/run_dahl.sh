@@ -1,0 +1,112 @@
+#!/bin/sh
+# DAHL's own training program, unmodified, under StarPU's built-in policies
+# and under fusing with the kernel pack on and off: epoch times (medians of
+# interleaved runs), losses and accuracies, then fusing's statistics of one
+# run.  DAHL (github PhoqueEberlue/dahl) is not part of this project: build
+# it against StarPU 1.4 and this project against the same StarPU.
+#
+#   run_dahl.sh [-runs N] [-epochs E] -out DIR BASIC_CNN
+#
+# Each run trains E epochs (default 4) of DAHL's built-in synthetic dataset
+# at DAHL_IMG x DAHL_IMG (default 28); an epoch's time is the time between
+# the lines DAHL prints at the end of two epochs (epoch 0, which includes
+# StarPU's start, is left out).  A run's time is the mean of its epochs 1 to
+# E-1; the table gives the median over runs (min-max), every configuration
+# run once per round, rounds one after another.
+# Writes DIR/dahl_runs.csv (one line per epoch) and DIR/dahl_stats.txt,
+# prints Markdown.  Environment: FUSING_LAUNCHER, STARPU_FUSING_LIBRARY (a
+# build of this project for StarPU 1.4).
+set -eu
+runs=3
+epochs=4
+out=.
+while [ $# -gt 1 ]; do
+	case "$1" in
+	-runs) runs=$2; shift 2 ;;
+	-epochs) epochs=$2; shift 2 ;;
+	-out) out=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+	echo "usage: $0 [-runs N] [-epochs E] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
+	exit 2
+fi
+program=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
+export DAHL_IMG="${DAHL_IMG:-28}" DAHL_EPOCHS="$epochs"
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+runs_csv="$out/dahl_runs.csv"
+
+# label, how it runs: a built-in policy alone, or fusing (over lws) with
+# STARPU_FUSING_KERNELS and STARPU_FUSING_MODE.
+configurations="eager builtin eager
+lws builtin lws
+ws builtin ws
+dmda builtin dmda
+dmdas builtin dmdas
+fusing-kernels fusing auto ready
+fusing-no-kernels fusing off ready
+fusing-both-kernels fusing auto both"
+
+# Runs the configuration; prints "seconds_since_start epoch loss accuracy"
+# per epoch line (DAHL's stdout is line-buffered through stdbuf, so that
+# each line is read as it is printed).
+run_once() { # HOW ARG1 ARG2
+	start=$(date +%s.%N)
+	(
+		cd "$out"
+		case "$1" in
+		builtin) STARPU_SCHED=$2 stdbuf -oL "$program" ;;
+		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 stdbuf -oL "$launcher" "$program" ;;
+		esac
+	) 2>/dev/null | while IFS= read -r line; do
+		now=$(date +%s.%N)
+		case "$line" in
+		Epoch:*) echo "$line" | awk -v t="$(echo "$now - $start" | bc)" \
+			'{ gsub(",", ""); print t, $2, $4, $6 }' ;;
+		esac
+	done
+}
+
+echo "configuration,round,epoch,seconds,loss,accuracy" > "$runs_csv"
+for round in $(seq "$runs"); do
+	echo "$configurations" | while read -r label how first second; do
+		previous=0
+		run_once "$how" "$first" "${second:-}" > "$out/run.tmp"
+		[ "$(wc -l < "$out/run.tmp")" = "$epochs" ] || { echo "basic_cnn under $label printed $(wc -l < "$out/run.tmp") of $epochs epochs" >&2; exit 1; }
+		while read -r at epoch loss accuracy; do
+			echo "$label,$round,$epoch,$(echo "$at - $previous" | bc),$loss,$accuracy" >> "$runs_csv"
+			previous=$at
+		done < "$out/run.tmp"
+	done
+done
+rm -f "$out/run.tmp"
+
+# One more fusing run for its statistics.
+(cd "$out" && STARPU_FUSING_STATS=1 "$launcher" "$program" > /dev/null 2> "$out/dahl_stats.txt")
+
+awk -F, -v epochs="$epochs" '
+NR > 1 {
+	key = $1 SUBSEP $2
+	if ($3 > 0) { sum[key] += $4 }
+	if ($3 == epochs - 1) { loss[$1] = loss[$1] (loss[$1] == "" ? "" : " ") $5; accuracy[$1] = $6 }
+	if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
+	rounds[$1] = $2
+}
+function median(values, count,   i, j, t) {
+	for (i = 2; i <= count; i++) for (j = i; j > 1 && values[j - 1] > values[j]; j--) { t = values[j]; values[j] = values[j - 1]; values[j - 1] = t }
+	return count % 2 ? values[(count + 1) / 2] : (values[count / 2] + values[count / 2 + 1]) / 2
+}
+END {
+	print "| configuration | epoch time (s), median (min-max) | last epoch loss, each run | accuracy |"
+	print "|---|---|---|---|"
+	for (k = 1; k <= n; k++) {
+		c = order[k]; m = 0
+		for (r = 1; r <= rounds[c]; r++) v[++m] = sum[c, r] / (epochs - 1)
+		lo = v[1]; hi = v[1]
+		for (i = 1; i <= m; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
+		printf "| %s | %.3f (%.3f-%.3f) | %s | %s |\n", c, median(v, m), lo, hi, loss[c], accuracy[c]
+	}
+}' "$runs_csv"
