@@ -1,7 +1,10 @@
 /* What the flush barrier's entry points call (barrier_entry.S.inc): flush
- * the window unless this thread is inside StarPU's own code, then hand back
- * StarPU's definition of the function.  Runs in whatever thread called the
- * StarPU function, before StarPU's code. */
+ * the window unless this thread is inside StarPU's own code (a scheduling
+ * callback, a StarPU call this library makes, or StarPU calling one of its
+ * exported functions itself: starpu_code.h), then hand back StarPU's
+ * definition of the function.  Runs in whatever thread called the StarPU
+ * function, before StarPU's code. */
+#include "submission/starpu_code.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 
@@ -13,7 +16,7 @@ extern "C" {
 extern const char *const fusing_barrier_names[];
 extern const unsigned fusing_barrier_count;
 
-void *fusing_flush_before_starpu_call(unsigned index);
+void *fusing_flush_before_starpu_call(unsigned index, const void *caller);
 }
 
 namespace {
@@ -28,10 +31,10 @@ std::atomic<void *> *starpu_definitions()
 
 } // namespace
 
-void *fusing_flush_before_starpu_call(unsigned index)
+void *fusing_flush_before_starpu_call(unsigned index, const void *caller)
 {
 	if (fusing::SubmissionWindow *window = fusing::active_submission_window())
-		if (!fusing::InsideStarpuScope::active())
+		if (!fusing::InsideStarpuScope::active() && !fusing::called_from_starpu(caller))
 			window->flush();
 	std::atomic<void *> &slot = starpu_definitions()[index];
 	void *function = slot.load(std::memory_order_acquire);

@@ -11,6 +11,7 @@
  *
  * Also here: starpu_task_destroy and starpu_task_clean, after which a task's
  * address may name another task. */
+#include "submission/starpu_code.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
@@ -26,12 +27,25 @@ DeclareArray starpu_declare_end_deps_array("starpu_task_declare_end_deps_array")
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_destroy("starpu_task_destroy");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_clean("starpu_task_clean");
 
-void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[])
+/* caller: the declaration's return address.  StarPU declares
+ * dependencies between tasks of its own (reductions,
+ * _starpu_data_end_reduction_mode, 1.3), from a worker holding a handle's
+ * lock, where a flush must not happen (starpu_code.h); but starpu_task_insert
+ * declares the program's (STARPU_TASK_DEPS_ARRAY) from StarPU's code too:
+ * a declaration from StarPU's code naming no deferred task passes. */
+void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[], const void *caller)
 {
 	auto starpu_declare = starpu_function.get();
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	if (!window || fusing::InsideStarpuScope::active())
 		return starpu_declare(task, ndeps, deps);
+	if (fusing::called_from_starpu(caller)) {
+		bool names_deferred = false;
+		for (unsigned i = 0; i < ndeps && !names_deferred; i++)
+			names_deferred = window->live().deferred(deps[i]);
+		if (!names_deferred)
+			return starpu_declare(task, ndeps, deps);
+	}
 	window->flush();
 	std::vector<struct starpu_task *> kept;
 	kept.reserve(ndeps);
@@ -41,12 +55,12 @@ void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned n
 	starpu_declare(task, static_cast<unsigned>(kept.size()), kept.data());
 }
 
-void declare_listed(DeclareArray &array_function, struct starpu_task *task, unsigned ndeps, va_list args)
+void declare_listed(DeclareArray &array_function, struct starpu_task *task, unsigned ndeps, va_list args, const void *caller)
 {
 	std::vector<struct starpu_task *> deps(ndeps);
 	for (unsigned i = 0; i < ndeps; i++)
 		deps[i] = va_arg(args, struct starpu_task *);
-	declare(array_function, task, ndeps, deps.data());
+	declare(array_function, task, ndeps, deps.data(), caller);
 }
 
 void forget(struct starpu_task *task)
@@ -61,27 +75,27 @@ extern "C" {
 
 FUSING_PUBLIC void starpu_task_declare_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare(starpu_declare_deps_array, task, ndeps, task_array);
+	declare(starpu_declare_deps_array, task, ndeps, task_array, __builtin_return_address(0));
 }
 
 FUSING_PUBLIC void starpu_task_declare_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed(starpu_declare_deps_array, task, ndeps, args);
+	declare_listed(starpu_declare_deps_array, task, ndeps, args, __builtin_return_address(0));
 	va_end(args);
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare(starpu_declare_end_deps_array, task, ndeps, task_array);
+	declare(starpu_declare_end_deps_array, task, ndeps, task_array, __builtin_return_address(0));
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed(starpu_declare_end_deps_array, task, ndeps, args);
+	declare_listed(starpu_declare_end_deps_array, task, ndeps, args, __builtin_return_address(0));
 	va_end(args);
 }
 

@@ -67,6 +67,13 @@ public:
 		}
 		return finished_kept_.count(task) != 0;
 	}
+	/* Whether the window deferred task (still to run, or kept after it
+	 * ran); does not wait. */
+	bool deferred(struct starpu_task *task) const
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		return live_.count(task) != 0 || finished_kept_.count(task) != 0;
+	}
 	/* No deferred task is waiting to run. */
 	bool none_running() const
 	{

@@ -115,7 +115,7 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	}
 	if (load_.cpu_workers[ctx].load(std::memory_order_relaxed) == 0)
 		return false;
-	if (touches_partitioned_data(task))
+	if (touches_excluded_data(task))
 		return false;
 	predicted_us = predict_(task);
 	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
@@ -147,22 +147,22 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	return true;
 }
 
-bool SubmissionWindow::touches_partitioned_data(const struct starpu_task *task)
+bool SubmissionWindow::touches_excluded_data(const struct starpu_task *task)
 {
-	if (!any_partitioned_.load(std::memory_order_acquire))
+	if (!any_excluded_.load(std::memory_order_acquire))
 		return false;
-	std::lock_guard<std::mutex> lock(partitioned_mutex_);
+	std::lock_guard<std::mutex> lock(excluded_mutex_);
 	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
-		if (partitioned_.count(STARPU_TASK_GET_HANDLE(task, i)))
+		if (excluded_.count(STARPU_TASK_GET_HANDLE(task, i)))
 			return true;
 	return false;
 }
 
-void SubmissionWindow::mark_partitioned(starpu_data_handle_t handle)
+void SubmissionWindow::exclude_from_deferral(starpu_data_handle_t handle)
 {
-	std::lock_guard<std::mutex> lock(partitioned_mutex_);
-	partitioned_.insert(handle);
-	any_partitioned_.store(true, std::memory_order_release);
+	std::lock_guard<std::mutex> lock(excluded_mutex_);
+	excluded_.insert(handle);
+	any_excluded_.store(true, std::memory_order_release);
 }
 
 int SubmissionWindow::submit(struct starpu_task *task)
@@ -172,11 +172,12 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	double predicted_us = NAN;
 	std::uint64_t bytes = 0;
 	const bool defer = deferrable(task, ctx, predicted_us, bytes);
-	/* A task that accesses no data is ordered after nothing by StarPU's
-	 * implicit dependencies, so it need not follow the window (DAHL submits
-	 * five control tasks per task of its own); what it names explicitly
-	 * went through the dependency declarations (interpose_task_deps.cpp).
-	 * Not marked inside StarPU: the window may hold tasks, so what its
+	/* A task that is not deferred follows the deferred tasks it conflicts
+	 * with (flush_conflicting_locked); one that accesses no data conflicts
+	 * with none, and needs not even the lock (DAHL submits five control
+	 * tasks per task of its own).  What a task names explicitly went
+	 * through the dependency declarations (interpose_task_deps.cpp).  Not
+	 * marked inside StarPU: the window may hold tasks, so what its
 	 * callback submits, if StarPU runs it right here, must go through the
 	 * window too. */
 	if (!defer && (!task->cl || STARPU_TASK_GET_NBUFFERS(task) == 0))
@@ -188,7 +189,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		place(task, ctx, predicted_us, bytes);
 		return 0;
 	}
-	flush_locked();
+	flush_conflicting_locked(task);
 	if (task->synchronous) {
 		/* It blocks until the task ran, and the task's callbacks may
 		 * submit: release the window first.  Anything deferred
@@ -306,6 +307,18 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		order_.clear();
 		first_open_ = 0;
 	}
+}
+
+void SubmissionWindow::flush_conflicting_locked(const struct starpu_task *task)
+{
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	std::vector<Access<starpu_data_handle_t>> &accesses = accesses_;
+	accesses.resize(nbuffers);
+	for (unsigned i = 0; i < nbuffers; i++)
+		accesses[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
+	const long latest_conflict = order_.latest_conflicting_group(accesses);
+	if (latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) >= first_open_)
+		submit_groups_through(static_cast<std::size_t>(latest_conflict));
 }
 
 void SubmissionWindow::flush_locked()

@@ -84,10 +84,13 @@ public:
 	void request_flush();
 	bool holds_tasks() const { return deferred_.load(std::memory_order_relaxed) != 0; }
 
-	/* Handles of partitioned data (and their children) alias each other,
-	 * which the order rule cannot see: tasks touching them are not
-	 * deferred.  The thread partitioning, before StarPU's call. */
-	void mark_partitioned(starpu_data_handle_t handle);
+	/* Tasks touching handle are never deferred from now on: handles of
+	 * partitioned data (and their children) alias each other, which the
+	 * order rule cannot see; a handle with reduction methods gets tasks
+	 * StarPU submits itself, from a worker holding the handle's lock
+	 * (interpose_reduction.cpp).  The thread partitioning or setting the
+	 * methods. */
+	void exclude_from_deferral(starpu_data_handle_t handle);
 	LiveMembers &live() { return live_; }
 
 	/* What STARPU_FUSING_STATS prints. */
@@ -111,7 +114,12 @@ private:
 	/* Whether task may be deferred (no lock; reads the task and its
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
 	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes);
-	bool touches_partitioned_data(const struct starpu_task *task);
+	bool touches_excluded_data(const struct starpu_task *task);
+	/* Hands StarPU the groups holding an access that conflicts with
+	 * one of task's, and those opened before them: a task that is not
+	 * deferred must follow them (the order rule), not the others.
+	 * mutex_ held. */
+	void flush_conflicting_locked(const struct starpu_task *task);
 	/* mutex_ held. */
 	void place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes);
 	bool full(const Group &group) const;
@@ -148,9 +156,9 @@ private:
 	std::size_t first_open_ = 0;
 	std::atomic<std::size_t> deferred_{0};    /* tasks in the window; written under mutex_ */
 
-	std::mutex partitioned_mutex_;
-	std::unordered_set<starpu_data_handle_t> partitioned_; /* guarded by partitioned_mutex_ */
-	std::atomic<bool> any_partitioned_{false};
+	std::mutex excluded_mutex_;
+	std::unordered_set<starpu_data_handle_t> excluded_; /* guarded by excluded_mutex_ */
+	std::atomic<bool> any_excluded_{false};
 
 	LiveMembers live_;
 

@@ -283,6 +283,127 @@ void barrier_shutdown(void **)
 	watchdog_disarm();
 }
 
+/* A task that is not deferred goes to StarPU after the deferred tasks it
+ * conflicts with, and only those: one on other data leaves the window as
+ * it is; one on the increments' vector hands them over first. */
+void barrier_task_not_deferred_follows_what_it_conflicts_with(void **)
+{
+	start("barrier_task_not_deferred_follows_what_it_conflicts_with");
+	long other_values[1] = {0};
+	starpu_data_handle_t other;
+	starpu_vector_data_register(&other, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(other_values), 1, sizeof(long));
+	struct starpu_task *elsewhere = starpu_task_create();
+	elsewhere->cl = &increment_cl;
+	elsewhere->handles[0] = other;
+	elsewhere->detach = 0; /* waited for: never deferred */
+	assert_int_equal(starpu_task_submit(elsewhere), 0);
+	assert_false(handed.load());
+	struct starpu_task *same_data = starpu_task_create();
+	same_data->cl = &increment_cl;
+	same_data->handles[0] = run.handle;
+	same_data->detach = 0;
+	assert_int_equal(starpu_task_submit(same_data), 0);
+	assert_true(handed.load());
+	assert_int_equal(starpu_task_wait(elsewhere), 0);
+	assert_int_equal(starpu_task_wait(same_data), 0);
+	starpu_data_unregister(other);
+	assert_int_equal(other_values[0], 1);
+	assert_int_equal(starpu_task_wait(run.blocker), 0);
+	starpu_data_unregister(run.handle);
+	starpu_shutdown();
+	assert_int_equal(run.values[0], kIncrements + 1);
+	watchdog_disarm();
+}
+
+/* StarPU calls some of its exported functions itself, from inside its own
+ * code: at the end of a reduction, in the worker releasing the data and
+ * holding the handle's lock, _starpu_data_end_reduction_mode_terminate
+ * (datawizard/reduction.c, 1.3 and 1.4) calls
+ * starpu_data_unregister_no_coherency, a barrier.  Flushing there is
+ * StarPU's own call, not the program's: DAHL's basic_cnn hung when the
+ * program's thread, flushing, waited in StarPU for that handle's lock and
+ * the worker, flushing, waited for the window.  Here the worker reaches
+ * that call while increments are deferred: they must stay deferred until
+ * the program calls a barrier itself. */
+std::atomic<bool> reduction_may_end{false};
+std::atomic<bool> reducing_started{false};
+std::atomic<bool> reader_ran{false};
+std::atomic<bool> handed_before_the_reader{false};
+
+void add_five_when_allowed(void **buffers, void *)
+{
+	reducing_started = true;
+	while (!reduction_may_end)
+		sched_yield();
+	*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])) += 5;
+}
+void set_zero(void **buffers, void *)
+{
+	*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])) = 0;
+}
+void add_into(void **buffers, void *)
+{
+	*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])) += *reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[1]));
+}
+void note_reader_ran(void *)
+{
+	handed_before_the_reader = handed.load();
+	reader_ran = true;
+}
+
+void barrier_not_flushed_by_starpus_own_calls(void **)
+{
+	watchdog_arm("barrier_not_flushed_by_starpus_own_calls", 60);
+	handed = reduction_may_end = reducing_started = reader_ran = handed_before_the_reader = false;
+	run = Run();
+	struct starpu_codelet reduce_cl = make_codelet(add_five_when_allowed, 1, "reduce");
+	reduce_cl.modes[0] = STARPU_REDUX;
+	struct starpu_codelet init_cl = make_codelet(set_zero, 1, "init");
+	init_cl.modes[0] = STARPU_W;
+	struct starpu_codelet redux_cl = make_codelet(add_into, 2, "redux");
+	redux_cl.modes[1] = STARPU_R;
+	struct starpu_codelet read_cl = make_codelet(nullptr, 1, "read");
+	read_cl.where = STARPU_NOWHERE;
+	read_cl.modes[0] = STARPU_R;
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	assert_int_equal(starpu_init(&conf), 0);
+	long reduced = 1;
+	starpu_data_handle_t reduced_handle;
+	starpu_variable_data_register(&reduced_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&reduced), sizeof(long));
+	starpu_data_set_reduction_methods(reduced_handle, &redux_cl, &init_cl);
+	starpu_vector_data_register(&run.handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(run.values), 2, sizeof(long));
+	/* Neither is deferred (a reduction; a task waited for). */
+	assert_int_equal(starpu_task_insert(&reduce_cl, STARPU_REDUX, reduced_handle, 0), 0);
+	struct starpu_task *reader = starpu_task_create();
+	reader->cl = &read_cl;
+	reader->handles[0] = reduced_handle;
+	reader->detach = 0;
+	reader->callback_func = note_reader_ran;
+	assert_int_equal(starpu_task_submit(reader), 0);
+	/* The worker is busy with the reduction, so it cannot be found idle
+	 * (which flushes) while the increments are deferred. */
+	while (!reducing_started)
+		sched_yield();
+	for (long i = 0; i < kIncrements; i++)
+		assert_int_equal(starpu_task_submit(increment_task()), 0);
+	assert_false(handed.load());
+	reduction_may_end = true;
+	/* No StarPU call meanwhile: the reader's callback says whether the
+	 * increments reached StarPU before the reduction ended. */
+	while (!reader_ran)
+		sched_yield();
+	assert_false(handed_before_the_reader.load());
+	assert_int_equal(starpu_task_wait(reader), 0);
+	starpu_data_unregister(reduced_handle);
+	starpu_data_unregister(run.handle);
+	starpu_shutdown();
+	assert_int_equal(reduced, 1 + 5);
+	assert_int_equal(run.values[0], kIncrements);
+	watchdog_disarm();
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -309,6 +430,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(barrier_contexts),
 		cmocka_unit_test(barrier_pause),
 		cmocka_unit_test(barrier_shutdown),
+		cmocka_unit_test(barrier_task_not_deferred_follows_what_it_conflicts_with),
+		cmocka_unit_test(barrier_not_flushed_by_starpus_own_calls),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -5,14 +5,15 @@
 # run.  DAHL (github PhoqueEberlue/dahl) is not part of this project: build
 # it against StarPU 1.4 and this project against the same StarPU.
 #
-#   run_dahl.sh [-runs N] [-epochs E] -out DIR BASIC_CNN
+#   run_dahl.sh [-runs N] [-epochs E] [-workers W] -out DIR BASIC_CNN
 #
 # Each run trains E epochs (default 4) of DAHL's built-in synthetic dataset
 # at DAHL_IMG x DAHL_IMG (default 28); an epoch's time is the time between
 # the lines DAHL prints at the end of two epochs (epoch 0, which includes
 # StarPU's start, is left out).  A run's time is the mean of its epochs 1 to
 # E-1; the table gives the median over runs (min-max), every configuration
-# run once per round, rounds one after another.
+# run once per round, rounds one after another.  -workers sets STARPU_NCPU
+# (default: StarPU's, one CPU worker per core).
 # Writes DIR/dahl_runs.csv (one line per epoch) and DIR/dahl_stats.txt,
 # prints Markdown.  Environment: FUSING_LAUNCHER, STARPU_FUSING_LIBRARY (a
 # build of this project for StarPU 1.4).
@@ -24,12 +25,13 @@ while [ $# -gt 1 ]; do
 	case "$1" in
 	-runs) runs=$2; shift 2 ;;
 	-epochs) epochs=$2; shift 2 ;;
+	-workers) export STARPU_NCPU="$2"; shift 2 ;;
 	-out) out=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-	echo "usage: $0 [-runs N] [-epochs E] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
+	echo "usage: $0 [-runs N] [-epochs E] [-workers W] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
 	exit 2
 fi
 program=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")

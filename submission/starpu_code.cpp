@@ -1,0 +1,78 @@
+/* StarPU's code ranges; see starpu_code.h. */
+#include "submission/starpu_code.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
+
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace fusing {
+namespace {
+
+struct CodeRange {
+	std::uintptr_t begin, end;
+	bool contains(const void *address) const
+	{
+		const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(address);
+		return a >= begin && a < end;
+	}
+};
+
+/* The executable segments of libstarpu-1.x. */
+int collect_starpu_code(struct dl_phdr_info *info, std::size_t, void *data)
+{
+	const char *slash = info->dlpi_name ? std::strrchr(info->dlpi_name, '/') : nullptr;
+	const char *file = slash ? slash + 1 : info->dlpi_name;
+	if (!file || std::strncmp(file, "libstarpu-1.", 12) != 0)
+		return 0;
+	auto *ranges = static_cast<std::vector<CodeRange> *>(data);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+		if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X))
+			ranges->push_back({info->dlpi_addr + segment.p_vaddr, info->dlpi_addr + segment.p_vaddr + segment.p_memsz});
+	}
+	return 0;
+}
+
+const std::vector<CodeRange> &starpu_code()
+{
+	static std::vector<CodeRange> ranges;
+	static std::once_flag once;
+	std::call_once(once, [] { dl_iterate_phdr(collect_starpu_code, &ranges); });
+	return ranges;
+}
+
+/* StarPU 1.3 exports _starpu_task_submit_internally; 1.4 hides it. */
+CodeRange internal_submission()
+{
+	void *function = dlsym(RTLD_DEFAULT, "_starpu_task_submit_internally");
+	Dl_info info;
+	void *entry = nullptr; /* a const ElfW(Sym) * */
+	if (!function || !dladdr1(function, &info, &entry, RTLD_DL_SYMENT) || !entry)
+		return {0, 0};
+	const ElfW(Sym) *symbol = static_cast<const ElfW(Sym) *>(entry);
+	const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(function);
+	return {begin, begin + symbol->st_size};
+}
+
+} // namespace
+
+bool called_from_starpu(const void *return_address)
+{
+	for (const CodeRange &range : starpu_code())
+		if (range.contains(return_address))
+			return true;
+	return false;
+}
+
+bool submitted_by_starpu_itself(const void *return_address)
+{
+	static const CodeRange range = internal_submission();
+	return range.contains(return_address);
+}
+
+} // namespace fusing
