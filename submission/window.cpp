@@ -200,13 +200,18 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	return real_submit_(task);
 }
 
-void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes)
+const std::vector<Access<starpu_data_handle_t>> &SubmissionWindow::accesses_of(const struct starpu_task *task)
 {
 	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
-	std::vector<Access<starpu_data_handle_t>> &accesses = accesses_;
-	accesses.resize(nbuffers);
+	accesses_.resize(nbuffers);
 	for (unsigned i = 0; i < nbuffers; i++)
-		accesses[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
+		accesses_[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
+	return accesses_;
+}
+
+void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes)
+{
+	const std::vector<Access<starpu_data_handle_t>> &accesses = accesses_of(task);
 	const long latest_conflict = order_.latest_conflicting_group(accesses);
 	const std::size_t lowest = std::max<std::size_t>(latest_conflict < 0 ? 0 : latest_conflict, first_open_);
 	/* A task joins a group holding a task it depends on only while that
@@ -246,7 +251,7 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	} else {
 		group = order_.open(accesses);
 		groups_.push_back(Group{{}, ctx});
-		groups_.back().members.reserve(limits_.max_group_tasks, nbuffers);
+		groups_.back().members.reserve(limits_.max_group_tasks, STARPU_TASK_GET_NBUFFERS(task));
 		groups_.back().opened_us = starpu_timing_now();
 	}
 	Group &g = groups_[group - first_open_];
@@ -311,12 +316,7 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 
 void SubmissionWindow::flush_conflicting_locked(const struct starpu_task *task)
 {
-	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
-	std::vector<Access<starpu_data_handle_t>> &accesses = accesses_;
-	accesses.resize(nbuffers);
-	for (unsigned i = 0; i < nbuffers; i++)
-		accesses[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
-	const long latest_conflict = order_.latest_conflicting_group(accesses);
+	const long latest_conflict = order_.latest_conflicting_group(accesses_of(task));
 	if (latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) >= first_open_)
 		submit_groups_through(static_cast<std::size_t>(latest_conflict));
 }

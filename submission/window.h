@@ -120,6 +120,9 @@ private:
 	 * deferred must follow them (the order rule), not the others.
 	 * mutex_ held. */
 	void flush_conflicting_locked(const struct starpu_task *task);
+	/* task's accesses, in accesses_ (reused: no allocation per task);
+	 * mutex_ held. */
+	const std::vector<Access<starpu_data_handle_t>> &accesses_of(const struct starpu_task *task);
 	/* mutex_ held. */
 	void place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes);
 	bool full(const Group &group) const;
@@ -146,7 +149,7 @@ private:
 
 	std::recursive_mutex mutex_;
 	WindowOrder<starpu_data_handle_t> order_; /* guarded by mutex_ */
-	std::vector<Access<starpu_data_handle_t>> accesses_; /* guarded by mutex_: place()'s, kept for its capacity */
+	std::vector<Access<starpu_data_handle_t>> accesses_; /* guarded by mutex_: accesses_of()'s, kept for its capacity */
 	/* The open groups, guarded by mutex_: groups_[i] is group number
 	 * first_open_ + i; groups below first_open_ went to StarPU.  The order
 	 * rule's record outlives them, so that a chain's next task finds its
