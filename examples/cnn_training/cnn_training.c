@@ -16,8 +16,10 @@
  * The program checks itself: the same training runs on the host in plain
  * loops, and the parameters must agree (relative 1e-3; reductions sum in
  * another order).  It prints, per epoch, the loss, accuracy and time; then
- * the tasks submitted, how many ran inside a batch of starpu-fusing (when
- * the library is loaded), and each worker's executing proportion.
+ * the tasks submitted, how many ran their function inside a batch of
+ * starpu-fusing (when the library is loaded; tasks its kernel pack runs
+ * call no function of this program and are not counted: its statistics
+ * count them), and each worker's executing proportion.
  *
  * Usage: cnn_training [-img N] [-kernel K] [-filters F] [-samples S]
  *                     [-batch B] [-epochs E] [-g fine|sample] [-lr L] */
@@ -161,7 +163,12 @@ static double softmax_loss(const float *logits, int label, float *dlogits, int *
 #define LD(b) STARPU_MATRIX_GET_LD(b)
 #define VEC(b) ((float *)STARPU_VECTOR_GET_PTR(b))
 
-static void conv_forward_cpu(void *buffers[], void *cl_arg)
+/* Named as DAHL names a one-channel correlation of matrices (its
+ * matrix_cross_correlation codelet): at granularity fine, one task per
+ * (sample, filter) on an image, a filter and an output matrix, the shape
+ * starpu-fusing's kernel pack knows under that name, and runs as one
+ * im2col and one matrix product per image (README, Kernel packs). */
+static void matrix_cross_correlation_cpu(void *buffers[], void *cl_arg)
 {
 	note_run();
 	struct shape s;
@@ -323,7 +330,7 @@ static void variable_add_cpu(void *buffers[], void *cl_arg)
 	static struct starpu_perfmodel fn##_model = {.type = STARPU_REGRESSION_BASED, .symbol = #fn}; \
 	static struct starpu_codelet fn##_cl = {.cpu_funcs = {fn##_cpu}, .nbuffers = n, .modes = {__VA_ARGS__}, .model = &fn##_model}
 
-CODELET(conv_forward, 3, STARPU_R, STARPU_R, STARPU_W);
+CODELET(matrix_cross_correlation, 3, STARPU_R, STARPU_R, STARPU_W);
 CODELET(conv_filter_gradient, 3, STARPU_R, STARPU_R, STARPU_REDUX);
 CODELET(relu_forward, 1, STARPU_RW);
 CODELET(pool_forward, 3, STARPU_R, STARPU_W, STARPU_W);
@@ -534,12 +541,12 @@ static void train_batch(const struct shape *s, struct parameters *p, float *imag
 		starpu_data_partition_readonly_submit(p->filters, f, p->filter_rows);
 	for (unsigned n = 0; n < b; n++) {
 		if (s->per_sample) {
-			SUBMIT(&conv_forward_cl, STARPU_VALUE, s, shape_size, STARPU_R, input[n], STARPU_R, p->filters, STARPU_W, conv_s[n]);
+			SUBMIT(&matrix_cross_correlation_cl, STARPU_VALUE, s, shape_size, STARPU_R, input[n], STARPU_R, p->filters, STARPU_W, conv_s[n]);
 			continue;
 		}
 		starpu_data_partition_submit(conv_s[n], f, conv_cells[n]);
 		for (unsigned k = 0; k < f; k++)
-			SUBMIT(&conv_forward_cl, STARPU_VALUE, s, shape_size, STARPU_R, input[n], STARPU_R, p->filter_rows[k],
+			SUBMIT(&matrix_cross_correlation_cl, STARPU_VALUE, s, shape_size, STARPU_R, input[n], STARPU_R, p->filter_rows[k],
 			       STARPU_W, conv_cells[n][k]);
 		starpu_data_unpartition_submit(conv_s[n], f, conv_cells[n], STARPU_MAIN_RAM);
 	}
