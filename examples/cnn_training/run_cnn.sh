@@ -2,8 +2,8 @@
 # The CNN training example in the performance report: training time of
 # examples/cnn_training at DAHL's granularity (one task per sample and
 # filter) and coarsened by hand (one task per sample), under eager, lws,
-# dmda, fusing (over lws) and fusing over dmda, all runs of a round
-# interleaved; medians over rounds.
+# dmda, fusing (over lws, with and without the kernel pack) and fusing over
+# dmda, all runs of a round interleaved; medians over rounds.
 #
 #   run_cnn.sh [-quick] [-reps N] -out DIR    writes DIR/cnn.csv, prints Markdown
 # Environment: FUSING_LAUNCHER, CNN_TRAINING.
@@ -21,15 +21,21 @@ while [ $# -gt 0 ]; do
 done
 launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
 program=${CNN_TRAINING:-examples/cnn_training/cnn_training}
-# label, STARPU_SCHED, STARPU_FUSING_BASE, STARPU_FUSING_MODE (fusing only)
-policies=$(cat "$(cd "$(dirname "$0")" && pwd)/../bench/policies")
+# label, STARPU_SCHED, STARPU_FUSING_BASE, STARPU_FUSING_MODE (fusing only);
+# and fusing without the kernel pack (STARPU_FUSING_KERNELS=off), which runs
+# the example's convolution at DAHL's granularity otherwise.
+policies="$(cat "$(cd "$(dirname "$0")" && pwd)/../bench/policies")
+fusing-no-kernels fusing lws ready"
 runs="$out/cnn_runs.csv"
 echo "policy,granularity,seconds,in_batches" > "$runs"
 for round in $(seq "$reps"); do
 	for granularity in fine sample; do
 		echo "$policies" | while read -r label sched base fusing_mode; do
 			# shellcheck disable=SC2086 # args are words by design
-			result=$(STARPU_SCHED=$sched STARPU_FUSING_BASE=$base STARPU_FUSING_MODE=$fusing_mode "$launcher" "$program" $args -g "$granularity" 2>/dev/null)
+			kernels=auto
+			case "$label" in *-no-kernels) kernels=off ;; esac
+			result=$(STARPU_SCHED=$sched STARPU_FUSING_BASE=$base STARPU_FUSING_MODE=$fusing_mode STARPU_FUSING_KERNELS=$kernels \
+				"$launcher" "$program" $args -g "$granularity" 2>/dev/null)
 			echo "$result" | grep -q "^check against the host: .*: OK$" || { echo "cnn_training failed its check under $label" >&2; exit 1; }
 			seconds=$(echo "$result" | sed -n 's/^time: \([0-9.]*\) s.*/\1/p')
 			batched=$(echo "$result" | sed -n 's/^tasks submitted: [0-9]*, in batches of starpu-fusing: \([0-9]*\) .*/\1/p')
