@@ -103,7 +103,7 @@ KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], const std::
 void KernelBinding::print(FILE *stream) const
 {
 	std::lock_guard<std::mutex> lock(mutex_);
-	std::fprintf(stream, "[starpu-fusing] kernel %s for %s: %llu batches, %llu tasks in the kernel; %llu batches verified, %zu shapes",
+	std::fprintf(stream, "[starpu-fusing] kernel %s for %s: %llu batches, %llu tasks in the kernel; %llu batches run both ways, %zu shapes verified",
 		     entry_.name, codelet_name_.c_str(), (unsigned long long)kernel_batches_.load(), (unsigned long long)kernel_tasks_.load(),
 		     (unsigned long long)verification_batches_.load(), verified_shapes_.size());
 	if (tasks_not_accepted_.load() != 0)
