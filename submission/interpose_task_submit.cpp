@@ -3,7 +3,6 @@
  * the window (window.h); otherwise straight to StarPU's.
  * starpu_task_insert, starpu_insert_task, starpu_task_submit_to_ctx and
  * starpu_mpi_task_insert all reach this symbol (doc/design.md, section 12). */
-#include "submission/starpu_code.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 #include "fusion/merged_task.h"
@@ -13,10 +12,8 @@ extern "C" FUSING_PUBLIC int starpu_task_submit(struct starpu_task *task)
 {
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	/* Ready-time batches have sequential consistency off: they enter no
-	 * dependency graph and need not wait for the window; neither do the
-	 * tasks StarPU submits for itself (starpu_code.h). */
-	if (!window || fusing::InsideStarpuScope::active() || fusing::is_merged_task(task) ||
-	    fusing::submitted_by_starpu_itself(__builtin_return_address(0)))
+	 * dependency graph and need not wait for the window. */
+	if (!window || fusing::InsideStarpuScope::active() || fusing::is_merged_task(task))
 		return fusing::starpu_own_task_submit(task);
 	return window->submit(task);
 }

@@ -1,7 +1,6 @@
 /* StarPU's code ranges; see starpu_code.h. */
 #include "submission/starpu_code.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
@@ -46,19 +45,6 @@ const std::vector<CodeRange> &starpu_code()
 	return ranges;
 }
 
-/* StarPU 1.3 exports _starpu_task_submit_internally; 1.4 hides it. */
-CodeRange internal_submission()
-{
-	void *function = dlsym(RTLD_DEFAULT, "_starpu_task_submit_internally");
-	Dl_info info;
-	void *entry = nullptr; /* a const ElfW(Sym) * */
-	if (!function || !dladdr1(function, &info, &entry, RTLD_DL_SYMENT) || !entry)
-		return {0, 0};
-	const ElfW(Sym) *symbol = static_cast<const ElfW(Sym) *>(entry);
-	const std::uintptr_t begin = reinterpret_cast<std::uintptr_t>(function);
-	return {begin, begin + symbol->st_size};
-}
-
 } // namespace
 
 bool called_from_starpu(const void *return_address)
@@ -67,12 +53,6 @@ bool called_from_starpu(const void *return_address)
 		if (range.contains(return_address))
 			return true;
 	return false;
-}
-
-bool submitted_by_starpu_itself(const void *return_address)
-{
-	static const CodeRange range = internal_submission();
-	return range.contains(return_address);
 }
 
 } // namespace fusing

@@ -7,16 +7,20 @@
  * starpu_data_set_sequential_consistency_flag and
  * _starpu_data_end_reduction_mode_terminate calls
  * starpu_data_unregister_no_coherency (datawizard/reduction.c, 1.3 and
- * 1.4); StarPU 1.3 submits its reduction tasks through starpu_task_submit
- * (_starpu_task_submit_internally, core/task.c).  Such a call serves
- * StarPU's handling of an access it already has; flushing the window
- * there is not needed (the window holds only tasks submitted after that
- * access reached StarPU: doc/design.md, section 12) and deadlocks: DAHL's
- * basic_cnn hung with the program's thread flushing, waiting in StarPU for
- * that handle's lock, and the worker flushing, waiting for the window.
+ * 1.4).  Such a call serves StarPU's handling of an access it already
+ * has; flushing the window there is not needed (the window holds only
+ * tasks submitted after that access reached StarPU: doc/design.md, section
+ * 12) and deadlocks: DAHL's basic_cnn hung with the program's thread
+ * flushing, waiting in StarPU for that handle's lock, and the worker
+ * flushing, waiting for the window.  (StarPU 1.3 also submits its
+ * reduction tasks through starpu_task_submit, from a tail call in
+ * _starpu_task_submit_internally, so their return address is that of
+ * StarPU's caller, and starpu_task_insert submits the program's tasks from
+ * libstarpu too: submissions cannot be told apart by caller.  They follow
+ * the conflict rule instead: window.h.)
  *
- * Both functions read tables filled once, on first use, and are lock-free
- * afterwards; any thread. */
+ * Reads a table filled once, on first use, and is lock-free afterwards;
+ * any thread. */
 #ifndef STARPU_FUSING_SUBMISSION_STARPU_CODE_H
 #define STARPU_FUSING_SUBMISSION_STARPU_CODE_H
 
@@ -31,14 +35,6 @@ namespace fusing {
  * and receives through barriers (the MPI stencil read data before the
  * deferred tasks writing it when those calls did not flush). */
 bool called_from_starpu(const void *return_address);
-
-/* Whether return_address lies in StarPU 1.3's
- * _starpu_task_submit_internally: a task StarPU submits for its own
- * purposes.  (starpu_task_insert also calls starpu_task_submit from inside
- * libstarpu, on the program's behalf: submissions cannot be told apart by
- * library.)  Always false on 1.4, whose internal submissions do not go
- * through the exported symbol. */
-bool submitted_by_starpu_itself(const void *return_address);
 
 } // namespace fusing
 
