@@ -135,9 +135,14 @@ std::vector<const kernels::PackEntry *> KernelBindings::candidates(const struct 
 	return matching;
 }
 
+bool KernelBindings::named_by_an_entry(const struct starpu_codelet *cl)
+{
+	return named_.selected(cl, [this](const struct starpu_codelet *codelet) { return !candidates(codelet).empty(); });
+}
+
 bool KernelBindings::may_bind(const struct starpu_codelet *cl)
 {
-	if (!named_.selected(cl, [this](const struct starpu_codelet *codelet) { return !candidates(codelet).empty(); }))
+	if (!named_by_an_entry(cl))
 		return false;
 	std::lock_guard<std::mutex> lock(mutex_);
 	for (const auto &binding : bindings_)
@@ -148,7 +153,7 @@ bool KernelBindings::may_bind(const struct starpu_codelet *cl)
 
 KernelBinding *KernelBindings::binding_for(const struct starpu_codelet *cl, const std::vector<enum starpu_data_access_mode> &modes)
 {
-	if (!named_.selected(cl, [this](const struct starpu_codelet *codelet) { return !candidates(codelet).empty(); }))
+	if (!named_by_an_entry(cl))
 		return nullptr;
 	std::lock_guard<std::mutex> lock(mutex_);
 	auto key = std::make_pair(cl, modes);

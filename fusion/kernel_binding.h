@@ -109,6 +109,8 @@ public:
 private:
 	/* The enabled entries whose names and buffer count match cl. */
 	std::vector<const kernels::PackEntry *> candidates(const struct starpu_codelet *cl) const;
+	/* Whether cl has candidates, remembered in named_; any thread. */
+	bool named_by_an_entry(const struct starpu_codelet *cl);
 
 	const std::vector<const kernels::PackEntry *> enabled_;
 	CodeletSelection named_; /* may_bind's first test: some entry's names and buffer count match */

@@ -57,41 +57,26 @@ std::size_t spanned_bytes(void *interface)
 	return any ? (last + 1) * kernels::element_size_of(interface) : 0;
 }
 
+/* The copies know only the pack's interfaces (kernels/views.h). */
 uintptr_t data_of(void *interface)
 {
-	/* ptr follows the id in every interface the copies know. */
-	switch (kernels::interface_id_of(interface)) {
-	case STARPU_VECTOR_INTERFACE_ID: return static_cast<struct starpu_vector_interface *>(interface)->ptr;
-	case STARPU_MATRIX_INTERFACE_ID: return static_cast<struct starpu_matrix_interface *>(interface)->ptr;
-	case STARPU_BLOCK_INTERFACE_ID: return static_cast<struct starpu_block_interface *>(interface)->ptr;
-	default: return static_cast<struct starpu_variable_interface *>(interface)->ptr;
-	}
+	return kernels::with_known_interface(interface, [](auto *known) { return known->ptr; }, uintptr_t(0));
 }
 
 std::size_t interface_size(void *interface)
 {
-	switch (kernels::interface_id_of(interface)) {
-	case STARPU_VECTOR_INTERFACE_ID: return sizeof(struct starpu_vector_interface);
-	case STARPU_MATRIX_INTERFACE_ID: return sizeof(struct starpu_matrix_interface);
-	case STARPU_BLOCK_INTERFACE_ID: return sizeof(struct starpu_block_interface);
-	default: return sizeof(struct starpu_variable_interface);
-	}
+	return kernels::with_known_interface(interface, [](auto *known) { return sizeof(*known); }, std::size_t(0));
 }
 
 /* Points a copied interface structure at new data. */
 void point_at(void *interface, uintptr_t data)
 {
-	auto set = [data](auto *i) {
-		i->ptr = data;
-		i->dev_handle = data;
-		i->offset = 0;
-	};
-	switch (kernels::interface_id_of(interface)) {
-	case STARPU_VECTOR_INTERFACE_ID: set(static_cast<struct starpu_vector_interface *>(interface)); break;
-	case STARPU_MATRIX_INTERFACE_ID: set(static_cast<struct starpu_matrix_interface *>(interface)); break;
-	case STARPU_BLOCK_INTERFACE_ID: set(static_cast<struct starpu_block_interface *>(interface)); break;
-	default: set(static_cast<struct starpu_variable_interface *>(interface)); break;
-	}
+	kernels::with_known_interface(interface, [data](auto *known) {
+		known->ptr = data;
+		known->dev_handle = data;
+		known->offset = 0;
+		return true;
+	}, false);
 }
 
 template <typename T>

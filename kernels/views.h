@@ -40,16 +40,25 @@ inline unsigned interface_bit_of(void *interface)
 	}
 }
 
-/* The size of one element of an interface interface_bit_of() knows. */
-inline std::size_t element_size_of(void *interface)
+/* visit(the interface as its own structure type) for the interfaces
+ * interface_bit_of() knows (their structures share the fields ptr,
+ * dev_handle, offset, elemsize); otherwise for others. */
+template <typename Visit, typename Result>
+Result with_known_interface(void *interface, Visit visit, Result otherwise)
 {
 	switch (interface_id_of(interface)) {
-	case STARPU_VECTOR_INTERFACE_ID: return static_cast<struct starpu_vector_interface *>(interface)->elemsize;
-	case STARPU_MATRIX_INTERFACE_ID: return static_cast<struct starpu_matrix_interface *>(interface)->elemsize;
-	case STARPU_BLOCK_INTERFACE_ID: return static_cast<struct starpu_block_interface *>(interface)->elemsize;
-	case STARPU_VARIABLE_INTERFACE_ID: return static_cast<struct starpu_variable_interface *>(interface)->elemsize;
-	default: return 0;
+	case STARPU_VECTOR_INTERFACE_ID: return visit(static_cast<struct starpu_vector_interface *>(interface));
+	case STARPU_MATRIX_INTERFACE_ID: return visit(static_cast<struct starpu_matrix_interface *>(interface));
+	case STARPU_BLOCK_INTERFACE_ID: return visit(static_cast<struct starpu_block_interface *>(interface));
+	case STARPU_VARIABLE_INTERFACE_ID: return visit(static_cast<struct starpu_variable_interface *>(interface));
+	default: return otherwise;
 	}
+}
+
+/* The size of one element of an interface interface_bit_of() knows, else 0. */
+inline std::size_t element_size_of(void *interface)
+{
+	return with_known_interface(interface, [](auto *known) -> std::size_t { return known->elemsize; }, std::size_t(0));
 }
 
 /* A 3-D grid of T: x fastest, then y (stride ldy), then z (stride ldz).

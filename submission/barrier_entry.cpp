@@ -4,7 +4,6 @@
  * exported functions itself: starpu_code.h), then hand back StarPU's
  * definition of the function.  Runs in whatever thread called the StarPU
  * function, before StarPU's code. */
-#include "submission/starpu_code.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 
@@ -34,8 +33,7 @@ std::atomic<void *> *starpu_definitions()
 void *fusing_flush_before_starpu_call(unsigned index, const void *caller)
 {
 	if (fusing::SubmissionWindow *window = fusing::active_submission_window())
-		if (!fusing::InsideStarpuScope::active() && !fusing::called_from_starpu(caller))
-			window->flush();
+		fusing::flush_before_program_call(*window, caller);
 	std::atomic<void *> &slot = starpu_definitions()[index];
 	void *function = slot.load(std::memory_order_acquire);
 	if (!function) {

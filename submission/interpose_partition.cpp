@@ -7,7 +7,6 @@
  * root and every child so that tasks touching them are never deferred.  The
  * partitioning thread. */
 #include "build_config.h"
-#include "submission/starpu_code.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
@@ -24,8 +23,7 @@ fusing::SubmissionWindow *flush_window(const void *caller)
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	if (!window || fusing::InsideStarpuScope::active())
 		return nullptr;
-	if (!fusing::called_from_starpu(caller))
-		window->flush();
+	fusing::flush_before_program_call(*window, caller);
 	return window;
 }
 

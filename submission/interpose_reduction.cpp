@@ -11,7 +11,6 @@
  * are not.  Setting the methods is a barrier, as before: deferred tasks on
  * the handle go to StarPU first.  The thread setting the methods. */
 #include "build_config.h"
-#include "submission/starpu_code.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
@@ -23,10 +22,8 @@ namespace {
 fusing::SubmissionWindow *flush_window(const void *caller)
 {
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
-	if (!window)
-		return nullptr;
-	if (!fusing::InsideStarpuScope::active() && !fusing::called_from_starpu(caller))
-		window->flush();
+	if (window)
+		fusing::flush_before_program_call(*window, caller);
 	return window;
 }
 

@@ -4,6 +4,7 @@
 #include "build_config.h"
 #include "fusion/eligibility.h"
 #include "fusion/merged_task.h"
+#include "submission/starpu_code.h"
 
 #include <chrono>
 #include <cmath>
@@ -52,6 +53,12 @@ InsideStarpuScope::~InsideStarpuScope()
 bool InsideStarpuScope::active()
 {
 	return inside_starpu_depth != 0;
+}
+
+void flush_before_program_call(SubmissionWindow &window, const void *caller)
+{
+	if (!InsideStarpuScope::active() && !called_from_starpu(caller))
+		window.flush();
 }
 
 SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, Selector has_batched_kernel,

@@ -180,6 +180,12 @@ private:
 SubmissionWindow *active_submission_window();
 void set_active_submission_window(SubmissionWindow *window);
 
+/* Flushes window before a StarPU call the program makes, i.e. unless this
+ * thread is inside StarPU's own code (InsideStarpuScope, below) or StarPU's
+ * code made the call (caller: the call's return address; starpu_code.h).
+ * The calling thread. */
+void flush_before_program_call(SubmissionWindow &window, const void *caller);
+
 /* While an object of this class lives, the thread is inside StarPU's own
  * code (a real StarPU call made by this library, or a scheduling callback):
  * submissions pass straight to StarPU and barriers do not flush. */
