@@ -190,7 +190,11 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	if (!defer && (!task->cl || STARPU_TASK_GET_NBUFFERS(task) == 0))
 		return real_submit_(task);
 	std::unique_lock<std::recursive_mutex> lock(mutex_);
-	if (defer) {
+	/* A thread waiting for StarPU's count of tasks to drop would not see a
+	 * task deferred now (window.h, begin_wait).  Read under mutex_: a wait
+	 * counts itself before its flush takes mutex_, so a task either is
+	 * placed before that flush or sees the count. */
+	if (defer && waiting_threads_.load(std::memory_order_relaxed) == 0) {
 		if (count_deferred_)
 			count_deferred_(task);
 		place(task, ctx, predicted_us, bytes);
@@ -203,7 +207,10 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		 * meanwhile goes to StarPU after it. */
 		lock.unlock();
 	}
-	InsideStarpuScope inside;
+	/* Not marked inside StarPU: StarPU may run program code right here (a
+	 * prologue, the callback of a control task it terminates at once, on
+	 * 1.3), whose submissions follow the window like any other (mutex_ is
+	 * recursive). */
 	return real_submit_(task);
 }
 
@@ -299,18 +306,18 @@ bool SubmissionWindow::full(const Group &group) const
 
 void SubmissionWindow::submit_groups_through(std::size_t group_number)
 {
-	while (first_open_ <= group_number) {
-		Group &group = groups_.front();
-		const std::size_t count = group.members.tasks.size();
-		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
-		{
-			InsideStarpuScope inside;
-			const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
-			handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
-		}
+	while (first_open_ <= group_number && !groups_.empty()) {
+		/* Taken out of the window before StarPU sees it: StarPU runs the
+		 * members' prologues when the merged task is ready, possibly
+		 * inside this submission, and what they submit re-enters the
+		 * window (same thread, mutex_ is recursive). */
+		Group group = std::move(groups_.front());
 		groups_.pop_front();
 		first_open_++;
-		deferred_.fetch_sub(count, std::memory_order_relaxed);
+		deferred_.fetch_sub(group.members.tasks.size(), std::memory_order_relaxed);
+		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
+		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
+		handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 	}
 	if (groups_.empty() && order_.handles_recorded() > kOrderRecordHandles) {
@@ -362,6 +369,17 @@ void SubmissionWindow::flush()
 		return;
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	flush_locked();
+}
+
+void SubmissionWindow::begin_wait()
+{
+	waiting_threads_.fetch_add(1, std::memory_order_relaxed);
+	flush();
+}
+
+void SubmissionWindow::end_wait()
+{
+	waiting_threads_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void SubmissionWindow::request_flush()

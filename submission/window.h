@@ -78,6 +78,16 @@ public:
 	/* Hands every group to StarPU now.  Any thread but one in a scheduling
 	 * operation. */
 	void flush();
+	/* A thread enters (begin_wait) and leaves (end_wait) a StarPU call
+	 * that waits for StarPU's count of submitted or ready tasks to drop:
+	 * starpu_task_wait_for_all, _for_n_submitted, _for_no_ready (and their
+	 * _in_ctx forms), starpu_shutdown (interpose_waits.cpp).  A task
+	 * deferred meanwhile, by a callback or another thread, would not be
+	 * counted, and the wait would return before it ran: until the wait
+	 * ends, tasks go to StarPU as they are submitted.  begin_wait flushes
+	 * the window.  The waiting thread. */
+	void begin_wait();
+	void end_wait();
 	/* A worker found no work: the closer thread hands StarPU what is worth
 	 * running now (close_periodically).  Never blocks (called from
 	 * pop_task). */
@@ -158,6 +168,7 @@ private:
 	std::deque<Group> groups_;
 	std::size_t first_open_ = 0;
 	std::atomic<std::size_t> deferred_{0};    /* tasks in the window; written under mutex_ */
+	std::atomic<unsigned> waiting_threads_{0}; /* in a wait (begin_wait); read under mutex_ */
 
 	std::mutex excluded_mutex_;
 	std::unordered_set<starpu_data_handle_t> excluded_; /* guarded by excluded_mutex_ */

@@ -1,0 +1,101 @@
+/* StarPU's waits for its task counts, while tasks may be deferred (part of
+ * the flush barrier, flush_barrier.rules "own").
+ *
+ * starpu_task_wait_for_all and its kin return once StarPU's count of
+ * submitted (or ready) tasks drops.  A task deferred during the wait, by a
+ * callback of a task the wait waits for or by another thread, is not in that
+ * count: a chain whose callbacks submit the next link ended the wait after
+ * one link (tests/test_program_api.cpp).  So the wait flushes the window and,
+ * until it returns, no task is deferred (SubmissionWindow::begin_wait): what
+ * is submitted meanwhile reaches StarPU's count as it would without fusion.
+ * starpu_shutdown waits for ready tasks the same way; the window is gone
+ * when it returns, so nothing is deferred after it starts.
+ *
+ * StarPU's own calls of these functions (starpu_shutdown calling
+ * starpu_task_wait_for_no_ready) pass (starpu_code.h).  The waiting thread. */
+#include "submission/starpu_code.h"
+#include "submission/starpu_functions.h"
+#include "submission/window.h"
+#include "starpu_fusing.h"
+
+namespace {
+
+/* Marks a program's wait from construction to destruction. */
+class ProgramWait {
+public:
+	explicit ProgramWait(const void *caller)
+	{
+		fusing::SubmissionWindow *window = fusing::active_submission_window();
+		if (window && !fusing::InsideStarpuScope::active() && !fusing::called_from_starpu(caller)) {
+			window_ = window;
+			window_->begin_wait();
+		}
+	}
+	~ProgramWait()
+	{
+		if (window_)
+			window_->end_wait();
+	}
+	ProgramWait(const ProgramWait &) = delete;
+	ProgramWait &operator=(const ProgramWait &) = delete;
+
+private:
+	fusing::SubmissionWindow *window_ = nullptr;
+};
+
+fusing::StarpuFunction<int (*)(void)> starpu_wait_for_all("starpu_task_wait_for_all");
+fusing::StarpuFunction<int (*)(unsigned)> starpu_wait_for_all_in_ctx("starpu_task_wait_for_all_in_ctx");
+fusing::StarpuFunction<int (*)(unsigned)> starpu_wait_for_n_submitted("starpu_task_wait_for_n_submitted");
+fusing::StarpuFunction<int (*)(unsigned, unsigned)> starpu_wait_for_n_submitted_in_ctx("starpu_task_wait_for_n_submitted_in_ctx");
+fusing::StarpuFunction<int (*)(void)> starpu_wait_for_no_ready("starpu_task_wait_for_no_ready");
+fusing::StarpuFunction<void (*)(void)> starpu_own_shutdown("starpu_shutdown");
+
+} // namespace
+
+extern "C" {
+
+FUSING_PUBLIC int starpu_task_wait_for_all(void)
+{
+	ProgramWait wait(__builtin_return_address(0));
+	return starpu_wait_for_all.get()();
+}
+
+FUSING_PUBLIC int starpu_task_wait_for_all_in_ctx(unsigned sched_ctx_id)
+{
+	ProgramWait wait(__builtin_return_address(0));
+	return starpu_wait_for_all_in_ctx.get()(sched_ctx_id);
+}
+
+FUSING_PUBLIC int starpu_task_wait_for_n_submitted(unsigned n)
+{
+	ProgramWait wait(__builtin_return_address(0));
+	return starpu_wait_for_n_submitted.get()(n);
+}
+
+FUSING_PUBLIC int starpu_task_wait_for_n_submitted_in_ctx(unsigned sched_ctx_id, unsigned n)
+{
+	ProgramWait wait(__builtin_return_address(0));
+	return starpu_wait_for_n_submitted_in_ctx.get()(sched_ctx_id, n);
+}
+
+FUSING_PUBLIC int starpu_task_wait_for_no_ready(void)
+{
+	ProgramWait wait(__builtin_return_address(0));
+	return starpu_wait_for_no_ready.get()();
+}
+
+FUSING_PUBLIC void starpu_shutdown(void)
+{
+	/* The window is destroyed inside StarPU's shutdown (the policy's
+	 * deinit), unless StarPU was initialised more times than shut down. */
+	fusing::SubmissionWindow *window = fusing::active_submission_window();
+	if (window && (fusing::InsideStarpuScope::active() || fusing::called_from_starpu(__builtin_return_address(0))))
+		window = nullptr;
+	if (window)
+		window->begin_wait();
+	starpu_own_shutdown.get()();
+	if (window && fusing::active_submission_window() == window)
+		window->end_wait();
+}
+
+} // extern "C"

@@ -1,0 +1,567 @@
+/* Submission-time fusion under programs that use more of StarPU's API than
+ * plain submissions: submissions from callbacks and prologues (during waits,
+ * inside the program's own StarPU call, at shutdown), acquisitions held
+ * while tasks are submitted, dependencies declared on deferred tasks, kept
+ * tasks resubmitted or reinitialised, and StarPU's per-buffer queries inside
+ * a member (doc/design.md, section 12).  Each test is a small program that
+ * is correct under StarPU's own policies; under fusing it must compute the
+ * same result and end.  The watchdog turns a hang into a failure naming the
+ * test.
+ *
+ * Usage: test_program_api BASE[-when-busy][.api].  "native-BASE" runs the
+ * same programs under StarPU's BASE alone: the expectations are StarPU's. */
+#include "cmocka.hpp"
+#include "policy_test.hpp"
+#include "starpu_fusing.h"
+
+#include <starpu.h>
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+bool native = false; /* StarPU's base alone, no fusing */
+
+/* ------------------------------------------------------------ codelets */
+
+long &value_of(void *buffer)
+{
+	return *reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffer));
+}
+
+void add_one(void **buffers, void *)
+{
+	value_of(buffers[0]) += 1;
+}
+
+void double_it(void **buffers, void *)
+{
+	value_of(buffers[0]) *= 2;
+}
+
+/* Writes 1 + what its second buffer holds into its first. */
+void copy_plus_one(void **buffers, void *)
+{
+	value_of(buffers[0]) = value_of(buffers[1]) + 1;
+}
+
+std::atomic<bool> release_blocker{false};
+std::atomic<bool> blocker_running{false};
+void block(void **, void *)
+{
+	blocker_running = true;
+	while (!release_blocker)
+		sched_yield();
+}
+
+/* Reports the memory node StarPU gives for each of its buffers. */
+std::atomic<int> nodes_seen[2];
+void record_data_nodes(void **, void *)
+{
+	for (unsigned i = 0; i < 2; i++)
+		nodes_seen[i] = starpu_task_get_current_data_node(i);
+}
+
+struct starpu_codelet codelet(void (*function)(void **, void *), int nbuffers, const char *name)
+{
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = function;
+	cl.nbuffers = nbuffers;
+	for (int b = 0; b < nbuffers; b++)
+		cl.modes[b] = STARPU_RW;
+	cl.name = name;
+	return cl;
+}
+
+struct starpu_codelet add_one_cl = codelet(add_one, 1, "add_one");
+struct starpu_codelet double_cl = codelet(double_it, 1, "double_it");
+struct starpu_codelet copy_plus_one_cl = [] {
+	struct starpu_codelet cl = codelet(copy_plus_one, 2, "copy_plus_one");
+	cl.modes[0] = STARPU_W;
+	cl.modes[1] = STARPU_R;
+	return cl;
+}();
+struct starpu_codelet blocker_cl = codelet(block, 0, "blocker");
+struct starpu_codelet data_nodes_cl = [] {
+	struct starpu_codelet cl = codelet(record_data_nodes, 2, "data_nodes");
+	cl.modes[0] = STARPU_R;
+	cl.modes[1] = STARPU_R;
+	return cl;
+}();
+/* A control task on data: StarPU runs nothing and terminates it as soon as
+ * it is ready, inside the submission when it is ready at once (1.3). */
+struct starpu_codelet nowhere_cl = [] {
+	struct starpu_codelet cl = codelet(nullptr, 1, "nowhere");
+	cl.where = STARPU_NOWHERE;
+	cl.modes[0] = STARPU_R;
+	return cl;
+}();
+
+/* ------------------------------------------------------------ set-up */
+
+struct Variable {
+	long value = 0;
+	starpu_data_handle_t handle = nullptr;
+	void reg(long initial)
+	{
+		value = initial;
+		starpu_variable_data_register(&handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&value), sizeof(value));
+	}
+};
+
+void start(const char *test, unsigned ncpus)
+{
+	watchdog_arm(test, 60);
+	setenv("STARPU_NCPU", std::to_string(ncpus).c_str(), 1);
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	if (!native)
+		conf.sched_policy = starpu_fusing_policy();
+	assert_int_equal(starpu_init(&conf), 0);
+}
+
+void finish()
+{
+	starpu_shutdown();
+	watchdog_disarm();
+}
+
+/* Occupies a worker until unblock(): while every worker is busy, nothing
+ * makes the window hand its groups over before the program's next call. */
+struct starpu_task *occupy_a_worker()
+{
+	release_blocker = blocker_running = false;
+	struct starpu_task *blocker = starpu_task_create();
+	blocker->cl = &blocker_cl;
+	blocker->detach = 0; /* waited for: never deferred */
+	assert_int_equal(starpu_task_submit(blocker), 0);
+	while (!blocker_running)
+		sched_yield();
+	return blocker;
+}
+
+void unblock(struct starpu_task *blocker)
+{
+	release_blocker = true;
+	assert_int_equal(starpu_task_wait(blocker), 0);
+}
+
+int submit_on(struct starpu_codelet *cl, starpu_data_handle_t handle, void (*callback)(void *) = nullptr,
+	      void *callback_arg = nullptr)
+{
+	struct starpu_task *task = starpu_task_create();
+	task->cl = cl;
+	task->handles[0] = handle;
+	task->callback_func = callback;
+	task->callback_arg = callback_arg;
+	return starpu_task_submit(task);
+}
+
+/* ------------------------------------------------ 1. submissions during waits
+ * A chain where each task's callback submits the next: StarPU counts the
+ * next task before the current one terminates, so a wait for the count to
+ * drop sees the whole chain. */
+const long kChainLength = 40;
+struct Chain {
+	Variable data;
+	std::atomic<long> ran{0};
+};
+Chain chain;
+
+void submit_next_link(void *)
+{
+	if (chain.ran.fetch_add(1) + 1 < kChainLength)
+		assert_int_equal(submit_on(&add_one_cl, chain.data.handle, submit_next_link), 0);
+}
+
+void start_chain(const char *test)
+{
+	start(test, 2);
+	chain.ran = 0;
+	chain.data.reg(0);
+	assert_int_equal(submit_on(&add_one_cl, chain.data.handle, submit_next_link), 0);
+}
+
+void api_callback_chain_during_wait_for_all(void **)
+{
+	start_chain("api_callback_chain_during_wait_for_all");
+	starpu_task_wait_for_all();
+	assert_int_equal(chain.ran.load(), kChainLength);
+	starpu_data_unregister(chain.data.handle);
+	assert_int_equal(chain.data.value, kChainLength);
+	finish();
+}
+
+void api_callback_chain_during_wait_for_n_submitted(void **)
+{
+	start_chain("api_callback_chain_during_wait_for_n_submitted");
+	starpu_task_wait_for_n_submitted(0);
+	assert_int_equal(chain.ran.load(), kChainLength);
+	starpu_data_unregister(chain.data.handle);
+	assert_int_equal(chain.data.value, kChainLength);
+	finish();
+}
+
+/* No wait: starpu_shutdown waits for the chain itself (the data stays
+ * registered: the chain submits on it until its last link). */
+void api_callback_chain_at_shutdown(void **)
+{
+	start_chain("api_callback_chain_at_shutdown");
+	finish();
+	assert_int_equal(chain.ran.load(), kChainLength);
+	assert_int_equal(chain.data.value, kChainLength);
+}
+
+/* ------------------------------ 2. submissions from inside a StarPU call
+ * StarPU 1.3 terminates a control task that is ready at once inside its
+ * starpu_task_submit, and runs its callback there; a prologue runs where
+ * its task becomes ready, inside the submission too.  What they submit
+ * follows, on its data, what the program submitted before. */
+Variable ordered;
+
+void submit_add_one_to_ordered(void *)
+{
+	assert_int_equal(submit_on(&add_one_cl, ordered.handle), 0);
+}
+
+void api_callback_inside_submit_keeps_program_order(void **)
+{
+	start("api_callback_inside_submit_keeps_program_order", 1);
+	ordered.reg(3);
+	Variable other;
+	other.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	assert_int_equal(submit_on(&double_cl, ordered.handle), 0);
+	/* Its callback adds one to `ordered`, after the doubling. */
+	assert_int_equal(submit_on(&nowhere_cl, other.handle, submit_add_one_to_ordered), 0);
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(ordered.handle);
+	starpu_data_unregister(other.handle);
+	assert_int_equal(ordered.value, 3 * 2 + 1);
+	finish();
+}
+
+void api_prologue_submits(bool prologue_task_waited_for, const char *test)
+{
+	start(test, 1);
+	ordered.reg(3);
+	Variable other;
+	other.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	assert_int_equal(submit_on(&double_cl, ordered.handle), 0);
+	struct starpu_task *task = starpu_task_create();
+	task->cl = &add_one_cl;
+	task->handles[0] = other.handle;
+	task->prologue_callback_func = submit_add_one_to_ordered;
+	task->detach = prologue_task_waited_for ? 0 : 1;
+	assert_int_equal(starpu_task_submit(task), 0);
+	unblock(blocker);
+	if (prologue_task_waited_for)
+		assert_int_equal(starpu_task_wait(task), 0);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(ordered.handle);
+	starpu_data_unregister(other.handle);
+	assert_int_equal(ordered.value, 3 * 2 + 1);
+	assert_int_equal(other.value, 1);
+	finish();
+}
+
+/* The prologue of a task StarPU has (not deferred: waited for). */
+void api_prologue_of_a_task_submits(void **)
+{
+	api_prologue_submits(true, "api_prologue_of_a_task_submits");
+}
+
+/* The prologue of a deferred task, run when its merged task is ready. */
+void api_prologue_of_a_member_submits(void **)
+{
+	api_prologue_submits(false, "api_prologue_of_a_member_submits");
+}
+
+/* ------------------------------------------------ 3. no false dependency
+ * The program holds `held`; a task on it waits for the release, a task on
+ * other data does not, and the program acquires that other data before it
+ * releases `held`. */
+void api_acquire_while_holding_other_data(void **)
+{
+	start("api_acquire_while_holding_other_data", 1);
+	Variable held, free_data;
+	held.reg(0);
+	free_data.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	assert_int_equal(starpu_data_acquire(held.handle, STARPU_RW), 0);
+	assert_int_equal(submit_on(&add_one_cl, held.handle), 0);
+	assert_int_equal(submit_on(&add_one_cl, free_data.handle), 0);
+	unblock(blocker);
+	assert_int_equal(starpu_data_acquire(free_data.handle, STARPU_R), 0);
+	assert_int_equal(free_data.value, 1);
+	starpu_data_release(free_data.handle);
+	starpu_data_release(held.handle);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(held.handle);
+	starpu_data_unregister(free_data.handle);
+	assert_int_equal(held.value, 1);
+	finish();
+}
+
+/* The same without a blocking call: the release comes from the callback of
+ * an asynchronous acquisition of the other data. */
+Variable held_until_callback;
+std::atomic<bool> acquire_callback_ran{false};
+void release_held(void *arg)
+{
+	starpu_data_handle_t acquired = static_cast<starpu_data_handle_t>(arg);
+	starpu_data_release(acquired);
+	starpu_data_release(held_until_callback.handle);
+	acquire_callback_ran = true;
+}
+
+void api_acquire_cb_releases_held_data(void **)
+{
+	start("api_acquire_cb_releases_held_data", 1);
+	acquire_callback_ran = false;
+	Variable free_data;
+	held_until_callback.reg(0);
+	free_data.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	assert_int_equal(starpu_data_acquire(held_until_callback.handle, STARPU_RW), 0);
+	assert_int_equal(submit_on(&add_one_cl, held_until_callback.handle), 0);
+	assert_int_equal(submit_on(&add_one_cl, free_data.handle), 0);
+	assert_int_equal(starpu_data_acquire_cb(free_data.handle, STARPU_R, release_held, free_data.handle), 0);
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	assert_true(acquire_callback_ran.load());
+	starpu_data_unregister(held_until_callback.handle);
+	starpu_data_unregister(free_data.handle);
+	assert_int_equal(held_until_callback.value, 1);
+	assert_int_equal(free_data.value, 1);
+	finish();
+}
+
+/* ---------------------------- 4. dependencies declared on deferred tasks
+ * A kept task (destroy = 0) may be named after its submission; the
+ * declaration returns at once, as StarPU's does, and the dependent runs
+ * after it. */
+Variable first;
+
+struct starpu_task *kept_task_on(starpu_data_handle_t handle)
+{
+	struct starpu_task *task = starpu_task_create();
+	task->cl = &add_one_cl;
+	task->handles[0] = handle;
+	task->destroy = 0;
+	return task;
+}
+
+/* second = first + 1: the dependent, declared on the task adding one to
+ * first (they share no data). */
+struct starpu_task *dependent_on(struct starpu_task *dependency, starpu_data_handle_t target, starpu_data_handle_t source)
+{
+	struct starpu_task *task = starpu_task_create();
+	task->cl = &copy_plus_one_cl;
+	task->handles[0] = target;
+	task->handles[1] = source;
+	task->sequential_consistency = 0; /* ordered by the declaration only */
+	starpu_task_declare_deps_array(task, 1, &dependency);
+	return task;
+}
+
+void api_dependency_declared_while_paused(void **)
+{
+	start("api_dependency_declared_while_paused", 2);
+	first.reg(10);
+	starpu_pause();
+	struct starpu_task *kept = kept_task_on(first.handle);
+	assert_int_equal(starpu_task_submit(kept), 0);
+	Variable copy;
+	copy.reg(0);
+	struct starpu_task *dependent = dependent_on(kept, copy.handle, first.handle);
+	starpu_resume();
+	assert_int_equal(starpu_task_submit(dependent), 0);
+	starpu_task_wait_for_all();
+	starpu_task_destroy(kept);
+	starpu_data_unregister(first.handle);
+	starpu_data_unregister(copy.handle);
+	assert_int_equal(copy.value, 12);
+	finish();
+}
+
+void api_dependency_declared_behind_held_data(void **)
+{
+	start("api_dependency_declared_behind_held_data", 2);
+	first.reg(10);
+	Variable copy;
+	copy.reg(0);
+	assert_int_equal(starpu_data_acquire(first.handle, STARPU_RW), 0);
+	struct starpu_task *kept = kept_task_on(first.handle);
+	assert_int_equal(starpu_task_submit(kept), 0);
+	struct starpu_task *dependent = dependent_on(kept, copy.handle, first.handle);
+	assert_int_equal(starpu_task_submit(dependent), 0);
+	starpu_data_release(first.handle);
+	starpu_task_wait_for_all();
+	starpu_task_destroy(kept);
+	starpu_data_unregister(first.handle);
+	starpu_data_unregister(copy.handle);
+	assert_int_equal(copy.value, 12);
+	finish();
+}
+
+/* The callback of one task declares a dependency on a later task it was
+ * merged with (a chain on one handle), kept by the program. */
+struct starpu_task *later_link = nullptr;
+Variable link_copy;
+void declare_on_later_link(void *)
+{
+	assert_int_equal(starpu_task_submit(dependent_on(later_link, link_copy.handle, first.handle)), 0);
+}
+
+void api_callback_declares_on_its_own_group(void **)
+{
+	start("api_callback_declares_on_its_own_group", 1);
+	first.reg(10);
+	link_copy.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	later_link = kept_task_on(first.handle);
+	assert_int_equal(submit_on(&add_one_cl, first.handle, declare_on_later_link), 0);
+	assert_int_equal(starpu_task_submit(later_link), 0);
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_task_destroy(later_link);
+	starpu_data_unregister(first.handle);
+	starpu_data_unregister(link_copy.handle);
+	assert_int_equal(first.value, 12);
+	assert_int_equal(link_copy.value, 13);
+	finish();
+}
+
+/* ------------------------------------------------ 5. kept tasks and queries */
+const long kResubmissions = 5;
+std::atomic<long> resubmitted_runs{0};
+void resubmit_itself(void *arg)
+{
+	struct starpu_task *task = static_cast<struct starpu_task *>(arg);
+	if (resubmitted_runs.fetch_add(1) + 1 < kResubmissions)
+		assert_int_equal(starpu_task_submit(task), 0);
+}
+
+/* A kept task resubmitted from its own callback (StarPU refuses
+ * dependencies declared on it after its first resubmission). */
+void api_kept_task_resubmitted_from_its_callback(void **)
+{
+	start("api_kept_task_resubmitted_from_its_callback", 2);
+	resubmitted_runs = 0;
+	first.reg(0);
+	struct starpu_task *kept = kept_task_on(first.handle);
+	kept->callback_func = resubmit_itself;
+	kept->callback_arg = kept;
+	assert_int_equal(starpu_task_submit(kept), 0);
+	starpu_task_wait_for_all();
+	assert_int_equal(resubmitted_runs.load(), kResubmissions);
+	starpu_task_destroy(kept);
+	starpu_data_unregister(first.handle);
+	assert_int_equal(first.value, kResubmissions);
+	finish();
+}
+
+/* starpu_task_init on the address of a kept task that ran: a new task,
+ * which a dependency declared before its submission must wait for. */
+void api_task_init_reuses_an_address(void **)
+{
+	start("api_task_init_reuses_an_address", 2);
+	first.reg(0);
+	Variable copy;
+	copy.reg(0);
+	static struct starpu_task reused;
+	starpu_task_init(&reused);
+	reused.cl = &add_one_cl;
+	reused.handles[0] = first.handle;
+	assert_int_equal(starpu_task_submit(&reused), 0);
+	starpu_task_wait_for_all();
+	starpu_task_clean(&reused);
+	starpu_task_init(&reused);
+	reused.cl = &add_one_cl;
+	reused.handles[0] = first.handle;
+	struct starpu_task *dependent = dependent_on(&reused, copy.handle, first.handle);
+	assert_int_equal(starpu_task_submit(dependent), 0);
+	assert_int_equal(starpu_task_submit(&reused), 0);
+	starpu_task_wait_for_all();
+	starpu_task_clean(&reused);
+	starpu_data_unregister(first.handle);
+	starpu_data_unregister(copy.handle);
+	assert_int_equal(first.value, 2);
+	assert_int_equal(copy.value, 3);
+	finish();
+}
+
+/* starpu_task_get_current_data_node inside a task merged with another on
+ * the same data: StarPU answers for the task's own buffers. */
+void api_current_data_node_in_a_member(void **)
+{
+	start("api_current_data_node_in_a_member", 1);
+	Variable a, b;
+	a.reg(0);
+	b.reg(0);
+	nodes_seen[0] = nodes_seen[1] = -2;
+	struct starpu_task *blocker = occupy_a_worker();
+	for (int i = 0; i < 2; i++) {
+		struct starpu_task *task = starpu_task_create();
+		task->cl = &data_nodes_cl;
+		task->handles[0] = i == 0 ? a.handle : b.handle;
+		task->handles[1] = a.handle;
+		assert_int_equal(starpu_task_submit(task), 0);
+	}
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(a.handle);
+	starpu_data_unregister(b.handle);
+	assert_int_equal(nodes_seen[0].load(), STARPU_MAIN_RAM);
+	assert_int_equal(nodes_seen[1].load(), STARPU_MAIN_RAM);
+	finish();
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		std::fprintf(stderr, "usage: %s [native-]BASE[-when-busy][.api]\n", argv[0]);
+		return 99;
+	}
+	TestedPolicy tested = tested_policy_from_file(argv[1], ".api");
+	const std::string native_prefix = "native-";
+	if (tested.base.compare(0, native_prefix.size(), native_prefix) == 0) {
+		native = true;
+		setenv("STARPU_SCHED", tested.base.substr(native_prefix.size()).c_str(), 1);
+	} else {
+		configure_tested_policy(tested);
+		if (!getenv("STARPU_FUSING_MODE"))
+			setenv("STARPU_FUSING_MODE", "both", 1);
+		setenv("STARPU_FUSING_MAX_DELAY", "10s", 1);
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(api_callback_chain_during_wait_for_all),
+		cmocka_unit_test(api_callback_chain_during_wait_for_n_submitted),
+		cmocka_unit_test(api_callback_chain_at_shutdown),
+		cmocka_unit_test(api_callback_inside_submit_keeps_program_order),
+		cmocka_unit_test(api_prologue_of_a_task_submits),
+		cmocka_unit_test(api_prologue_of_a_member_submits),
+		cmocka_unit_test(api_acquire_while_holding_other_data),
+		cmocka_unit_test(api_acquire_cb_releases_held_data),
+		cmocka_unit_test(api_dependency_declared_while_paused),
+		cmocka_unit_test(api_dependency_declared_behind_held_data),
+		cmocka_unit_test(api_callback_declares_on_its_own_group),
+		cmocka_unit_test(api_kept_task_resubmitted_from_its_callback),
+		cmocka_unit_test(api_task_init_reuses_an_address),
+		cmocka_unit_test(api_current_data_node_in_a_member),
+	};
+	if (const char *only = getenv("API_TEST"))
+		cmocka_set_test_filter(only);
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
