@@ -2,12 +2,7 @@
 #include "fusion/current_member.h"
 
 #include "starpu_fusing.h"
-
-#include <dlfcn.h>
-
-#include <atomic>
-#include <cstdio>
-#include <cstdlib>
+#include "submission/starpu_functions.h"
 
 namespace fusing {
 namespace {
@@ -15,38 +10,47 @@ namespace {
 /* Written and read only by the thread running the batch. */
 thread_local struct starpu_task *running_member = nullptr;
 thread_local std::size_t running_batch_size = 0;
+thread_local const unsigned *running_buffer_of = nullptr;
+thread_local struct starpu_task *running_stands_for = nullptr;
 
-using GetCurrentFunction = struct starpu_task *(*)(void);
-
-GetCurrentFunction starpu_own_get_current()
-{
-	/* Resolved once; every thread would find the same address, so a race
-	 * between two first calls only stores the same value twice. */
-	static std::atomic<GetCurrentFunction> resolved{nullptr};
-	GetCurrentFunction function = resolved.load(std::memory_order_acquire);
-	if (!function) {
-		function = reinterpret_cast<GetCurrentFunction>(dlsym(RTLD_NEXT, "starpu_task_get_current"));
-		if (!function) {
-			std::fprintf(stderr, "starpu-fusing: cannot find StarPU's starpu_task_get_current: %s\n", dlerror());
-			std::abort();
-		}
-		resolved.store(function, std::memory_order_release);
-	}
-	return function;
-}
+/* StarPU's own definitions of the two functions defined below. */
+StarpuFunction<struct starpu_task *(*)(void)> starpu_get_current("starpu_task_get_current");
+StarpuFunction<int (*)(unsigned)> starpu_current_data_node("starpu_task_get_current_data_node");
 
 } // namespace
 
-RunningMemberScope::RunningMemberScope(struct starpu_task *member, std::size_t batch_size)
+RunningMemberScope::RunningMemberScope(struct starpu_task *member, std::size_t batch_size, const unsigned *merged_buffer_of,
+				       struct starpu_task *stands_for)
+	: outer_member_(running_member), outer_batch_size_(running_batch_size), outer_buffer_of_(running_buffer_of),
+	  outer_stands_for_(running_stands_for)
 {
 	running_member = member;
 	running_batch_size = batch_size;
+	running_buffer_of = merged_buffer_of;
+	running_stands_for = stands_for;
 }
 
 RunningMemberScope::~RunningMemberScope()
 {
+	running_member = outer_member_;
+	running_batch_size = outer_batch_size_;
+	running_buffer_of = outer_buffer_of_;
+	running_stands_for = outer_stands_for_;
+}
+
+struct starpu_task *merged_task_standing_for(const struct starpu_task *task)
+{
+	return task && task == running_member ? running_stands_for : nullptr;
+}
+
+StarpuViewOfCurrentTask::StarpuViewOfCurrentTask() : member_(running_member)
+{
 	running_member = nullptr;
-	running_batch_size = 0;
+}
+
+StarpuViewOfCurrentTask::~StarpuViewOfCurrentTask()
+{
+	running_member = member_;
 }
 
 } // namespace fusing
@@ -57,7 +61,20 @@ FUSING_PUBLIC struct starpu_task *starpu_task_get_current(void)
 {
 	if (fusing::running_member)
 		return fusing::running_member;
-	return fusing::starpu_own_get_current()();
+	return fusing::starpu_get_current.get()();
+}
+
+/* StarPU answers for the buffers of its current task, the merged task
+ * (core/task.c); a member's buffer i is the merged task's
+ * running_buffer_of[i]. */
+FUSING_PUBLIC int starpu_task_get_current_data_node(unsigned i)
+{
+	if (fusing::running_member && fusing::running_buffer_of) {
+		const unsigned merged_buffer = fusing::running_buffer_of[i];
+		fusing::StarpuViewOfCurrentTask starpu_view;
+		return fusing::starpu_current_data_node.get()(merged_buffer);
+	}
+	return fusing::starpu_current_data_node.get()(i);
 }
 
 FUSING_PUBLIC unsigned starpu_fusing_current_batch_size(void)

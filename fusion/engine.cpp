@@ -146,7 +146,7 @@ void Engine::start_submission_window()
 	SubmissionWindow::SubmissionCounter count_deferred;
 	if (config_.print_stats)
 		count_deferred = [this](struct starpu_task *task) { stats_.record_submitted(task->cl, names_.of(task->cl)); };
-	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr};
+	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr};
 	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, batched, count_deferred, load_, reports,
 						     starpu_own_task_submit);
 	set_active_submission_window(window_.get());
@@ -158,7 +158,7 @@ Engine::~Engine()
 		set_active_submission_window(nullptr);
 		/* starpu_shutdown flushed (it is a barrier) and waited for every
 		 * merged task. */
-		if (window_->holds_tasks() || !window_->live().none_running()) {
+		if (window_->holds_tasks() || window_->groups_running() != 0) {
 			std::fprintf(stderr, "starpu-fusing: deferred tasks were still waiting when StarPU shut down; "
 				     "this is a bug of starpu-fusing, please report it\n");
 			std::abort();

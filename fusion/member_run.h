@@ -69,14 +69,16 @@ inline void record_in_starpu_profiling(struct starpu_task *member, double start_
 }
 
 /* Runs member's CPU function on buffers; batch_size is what
- * starpu_fusing_current_batch_size() answers meanwhile. */
-inline void run_member(struct starpu_task *member, void **buffers, std::size_t batch_size)
+ * starpu_fusing_current_batch_size() answers meanwhile; merged_buffer_of
+ * and stands_for as RunningMemberScope's. */
+inline void run_member(struct starpu_task *member, void **buffers, std::size_t batch_size,
+		       const unsigned *merged_buffer_of = nullptr, struct starpu_task *stands_for = nullptr)
 {
 	const bool calibrating = starpu_calibrates(member);
 	const bool profiled = starpu_profiles(member);
 	const double start_us = calibrating || profiled ? starpu_timing_now() : 0.0;
 	{
-		RunningMemberScope running(member, batch_size);
+		RunningMemberScope running(member, batch_size, merged_buffer_of, stands_for);
 		member->cl->cpu_funcs[0](buffers, member->cl_arg);
 	}
 	if (calibrating || profiled) {

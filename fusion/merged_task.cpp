@@ -84,7 +84,7 @@ void run_batch(void *buffers[], void *arg)
 	} else if (batch->kernel) {
 		TaskBufferViews views(*batch, buffers);
 		const KernelRun ran = batch->kernel->run(static_cast<unsigned>(ntasks), views.task_buffers.data(), [&](unsigned i) {
-			run_member(batch->members[i]->task(), views.task_buffers[i], ntasks);
+			run_member(batch->members[i]->task(), views.task_buffers[i], ntasks, &batch->buffer_of_use[i * batch->family->key.nbuffers]);
 		});
 		for (unsigned i : ran.tasks)
 			if (starpu_profiles(batch->members[i]->task()))
@@ -94,7 +94,7 @@ void run_batch(void *buffers[], void *arg)
 		for (std::size_t i = 0; i < ntasks; i++) {
 			for (unsigned b = 0; b < member_buffers.size(); b++)
 				member_buffers[b] = buffers[batch->buffer_of_use[i * member_buffers.size() + b]];
-			run_member(batch->members[i]->task(), member_buffers.data(), ntasks);
+			run_member(batch->members[i]->task(), member_buffers.data(), ntasks, &batch->buffer_of_use[i * member_buffers.size()]);
 			/* The family's very first member measured: batches still being
 			 * formed need it now, not after the whole batch (a program
 			 * submitting hundreds of 1 ms tasks would have them all batched

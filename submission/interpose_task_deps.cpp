@@ -3,15 +3,20 @@
  *
  * A task with declared dependencies, or named as one before its submission,
  * has a job in StarPU and is never deferred (window.cpp).  What remains is a
- * dependency declared on a task the window already deferred: StarPU never
- * sees that task terminate, so the declaration flushes the window, waits
- * until the task has run (its group is in StarPU's hands by then), and
- * leaves it out, which is what StarPU does with a dependency on a task that
- * has terminated (live_members.h).  The declaring thread.
+ * dependency declared on a task the window deferred, which StarPU never
+ * sees: the declaration names the merged task that runs it instead
+ * (SubmissionWindow::task_for_dependency, named_members.h) and returns at
+ * once, as StarPU's does.  The current member is named by its merged task
+ * with starpu_task_get_current() answering as StarPU would, since StarPU
+ * accepts a dependency on a submitted task it destroys itself only when that
+ * task is the current one (_starpu_task_declare_deps_array, task_deps.c).
+ * The declaring thread: the program's, a callback's, a codelet's, or
+ * StarPU's own (reductions on 1.3; starpu_task_insert's
+ * STARPU_TASK_DEPS_ARRAY), which names no deferred task.
  *
- * Also here: starpu_task_destroy and starpu_task_clean, after which a task's
- * address may name another task. */
-#include "submission/starpu_code.h"
+ * Also here: starpu_task_destroy, starpu_task_clean and starpu_task_init,
+ * after which a task's address may name another task. */
+#include "fusion/current_member.h"
 #include "submission/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
@@ -26,47 +31,33 @@ DeclareArray starpu_declare_deps_array("starpu_task_declare_deps_array");
 DeclareArray starpu_declare_end_deps_array("starpu_task_declare_end_deps_array");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_destroy("starpu_task_destroy");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_clean("starpu_task_clean");
+fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_own_task_init("starpu_task_init");
 
-/* caller: the declaration's return address.  StarPU declares
- * dependencies between tasks of its own (reductions,
- * _starpu_data_end_reduction_mode, 1.3), from a worker holding a handle's
- * lock, where a flush must not happen (starpu_code.h); but starpu_task_insert
- * declares the program's (STARPU_TASK_DEPS_ARRAY) from StarPU's code too:
- * a declaration from StarPU's code naming no deferred task passes. */
-void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[], const void *caller)
+void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[])
 {
 	auto starpu_declare = starpu_function.get();
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	if (!window || fusing::InsideStarpuScope::active())
 		return starpu_declare(task, ndeps, deps);
-	if (fusing::called_from_starpu(caller)) {
-		bool names_deferred = false;
-		for (unsigned i = 0; i < ndeps && !names_deferred; i++)
-			names_deferred = window->live().deferred(deps[i]);
-		if (!names_deferred)
-			return starpu_declare(task, ndeps, deps);
-	}
-	window->flush();
-	std::vector<struct starpu_task *> kept;
-	kept.reserve(ndeps);
-	for (unsigned i = 0; i < ndeps; i++)
-		if (!window->live().was_deferred(deps[i]))
-			kept.push_back(deps[i]);
-	starpu_declare(task, static_cast<unsigned>(kept.size()), kept.data());
+	std::vector<struct starpu_task *> named(deps, deps + ndeps);
+	for (struct starpu_task *&dep : named)
+		dep = window->task_for_dependency(dep);
+	fusing::StarpuViewOfCurrentTask starpu_view;
+	starpu_declare(task, ndeps, named.data());
 }
 
-void declare_listed(DeclareArray &array_function, struct starpu_task *task, unsigned ndeps, va_list args, const void *caller)
+void declare_listed(DeclareArray &array_function, struct starpu_task *task, unsigned ndeps, va_list args)
 {
 	std::vector<struct starpu_task *> deps(ndeps);
 	for (unsigned i = 0; i < ndeps; i++)
 		deps[i] = va_arg(args, struct starpu_task *);
-	declare(array_function, task, ndeps, deps.data(), caller);
+	declare(array_function, task, ndeps, deps.data());
 }
 
 void forget(struct starpu_task *task)
 {
 	if (fusing::SubmissionWindow *window = fusing::active_submission_window())
-		window->live().forget(task);
+		window->forget(task);
 }
 
 } // namespace
@@ -75,27 +66,27 @@ extern "C" {
 
 FUSING_PUBLIC void starpu_task_declare_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare(starpu_declare_deps_array, task, ndeps, task_array, __builtin_return_address(0));
+	declare(starpu_declare_deps_array, task, ndeps, task_array);
 }
 
 FUSING_PUBLIC void starpu_task_declare_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed(starpu_declare_deps_array, task, ndeps, args, __builtin_return_address(0));
+	declare_listed(starpu_declare_deps_array, task, ndeps, args);
 	va_end(args);
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare(starpu_declare_end_deps_array, task, ndeps, task_array, __builtin_return_address(0));
+	declare(starpu_declare_end_deps_array, task, ndeps, task_array);
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed(starpu_declare_end_deps_array, task, ndeps, args, __builtin_return_address(0));
+	declare_listed(starpu_declare_end_deps_array, task, ndeps, args);
 	va_end(args);
 }
 
@@ -109,6 +100,12 @@ FUSING_PUBLIC void starpu_task_clean(struct starpu_task *task)
 {
 	forget(task);
 	starpu_clean.get()(task);
+}
+
+FUSING_PUBLIC void starpu_task_init(struct starpu_task *task)
+{
+	forget(task);
+	starpu_own_task_init.get()(task);
 }
 
 } // extern "C"

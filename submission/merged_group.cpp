@@ -10,7 +10,7 @@
 #include "fusion/member_run.h"
 #include "fusion/merged_task_buffers.h"
 #include "fusion/stats.h"
-#include "submission/live_members.h"
+#include "submission/named_members.h"
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +35,9 @@ struct RunningGroup {
 	GroupReports reports;
 	double predicted_us; /* NaN when unknown; read by StarPU through group_model */
 	double exec_us = 0.0;
+	struct starpu_task *merged = nullptr; /* the task StarPU runs in the members' place */
+	/* member m's buffer b is the merged task's buffer_of_use[first_use[m] + b] */
+	const unsigned *merged_buffers_of(std::size_t m) const { return buffer_of_use.data() + first_use[m]; }
 };
 
 /* The distinct names of the members' codelets (codelet_name.h), in order,
@@ -77,12 +80,12 @@ void run_group(void *buffers[], void *arg)
 					 group->batched->batch_arg);
 	} else if (group->one_codelet) {
 		for (std::size_t i = 0; i < ntasks; i++)
-			run_member(group->members[i], uses.data() + group->first_use[i], ntasks);
+			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged);
 	} else {
 		/* Several codelets: each member's time goes to its own codelet. */
 		for (std::size_t i = 0; i < ntasks; i++) {
 			const double member_start_us = starpu_timing_now();
-			run_member(group->members[i], uses.data() + group->first_use[i], ntasks);
+			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged);
 			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
 		}
 	}
@@ -104,11 +107,13 @@ void run_group(void *buffers[], void *arg)
 void run_member_prologues(void *arg)
 {
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
-	for (struct starpu_task *member : group->members)
+	for (std::size_t m = 0; m < group->members.size(); m++) {
+		struct starpu_task *member = group->members[m];
 		if (member->prologue_callback_func) {
-			RunningMemberScope running(member, group->members.size());
+			RunningMemberScope running(member, group->members.size(), group->merged_buffers_of(m), group->merged);
 			member->prologue_callback_func(member->prologue_callback_arg);
 		}
+	}
 }
 
 void finish_group(void *arg)
@@ -117,24 +122,27 @@ void finish_group(void *arg)
 	if (group->reports.stats)
 		group->reports.stats->record_batch(group->members[0]->cl, group->members.size(), group->exec_us,
 						   group->predicted_us);
-	for (struct starpu_task *member : group->members) {
+	for (std::size_t m = 0; m < group->members.size(); m++) {
+		struct starpu_task *member = group->members[m];
+		/* Read first: a kept member's callback may submit it again. */
+		const bool destroy = member->destroy;
 		/* StarPU falls back to the codelet's callback when the task has none. */
 		void (*callback)(void *) = member->callback_func ? member->callback_func : member->cl->callback_func;
 		if (callback) {
-			RunningMemberScope running(member, group->members.size());
+			RunningMemberScope running(member, group->members.size(), group->merged_buffers_of(m), group->merged);
 			callback(member->callback_arg);
 		}
 		/* Deferred tasks are detached (window.cpp): with destroy = 1
 		 * StarPU would free them now.  starpu_task_destroy refuses
 		 * such a task, so the flag goes first; the task is not the
-		 * current one here, so it is freed at once. */
-		if (member->destroy) {
+		 * current one here, so it is freed at once.  A kept task stays
+		 * the program's, named by the merged task (named_members.h). */
+		if (destroy) {
 			member->destroy = 0;
 			starpu_task_destroy(member);
-		} else {
-			group->reports.live->finished(member);
 		}
 	}
+	group->reports.running_groups->fetch_sub(1, std::memory_order_release);
 	delete group;
 }
 
@@ -243,8 +251,17 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 		task->prologue_callback_func = run_member_prologues;
 		task->prologue_callback_arg = group;
 	}
+	group->merged = task;
+	if (NamedMembers::any_kept(group->members)) {
+		/* Named in dependencies instead of its kept members, so kept
+		 * too, until nothing can name them (named_members.h). */
+		task->detach = 0;
+		task->destroy = 0;
+		reports.names->submitted(group->members, task);
+	}
 	const std::size_t count = group->members.size();
 	const std::size_t nhandles = merged.handles.size();
+	reports.running_groups->fetch_add(1, std::memory_order_relaxed);
 	int ret = real_submit(task);
 	if (ret != 0) {
 		std::fprintf(stderr, "starpu-fusing: StarPU refused the merged task of %zu deferred tasks (error %d: %s); "

@@ -7,7 +7,8 @@
  * (each once, modes OR-ed) exactly as it would have for the members, in
  * the order the window submits groups.  Members may be of different
  * codelets (vertical fusion).  Threads:
- *  - submit_group: the thread flushing the window, window lock held;
+ *  - submit_group: the thread flushing the window, window lock held
+ *    (StarPU may run the members' prologues inside it);
  *  - the prologue (members' ready prologues, in order): the thread that
  *    made the merged task ready, inside StarPU's push;
  *  - the CPU function: the worker; runs each member on its own buffers, in
@@ -15,27 +16,31 @@
  *    has the same codelet;
  *  - the callback: the worker, after StarPU released the merged task's
  *    data: each member's callback in order, then the member is destroyed
- *    as StarPU would have destroyed it (destroy = 1) and leaves the
- *    window's live set. */
+ *    as StarPU would have destroyed it (destroy = 1).
+ * While a member's function, prologue or callback runs,
+ * starpu_task_get_current() answers with the member, and the merged task
+ * stands for it in dependencies declared on it (current_member.h). */
 #ifndef STARPU_FUSING_SUBMISSION_MERGED_GROUP_H
 #define STARPU_FUSING_SUBMISSION_MERGED_GROUP_H
 
 #include <starpu.h>
 
+#include <atomic>
 #include <vector>
 
 namespace fusing {
 
 class BatchTrace;
 class CodeletObservations;
-class LiveMembers;
+class NamedMembers;
 class Statistics;
 
 struct GroupReports {
 	CodeletObservations *observations;
 	Statistics *stats; /* null when STARPU_FUSING_STATS is off */
 	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
-	LiveMembers *live;
+	NamedMembers *names;                       /* the window's */
+	std::atomic<std::size_t> *running_groups; /* the window's: submitted, callback not ended */
 };
 
 using SubmitFunction = int (*)(struct starpu_task *);

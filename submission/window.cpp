@@ -2,6 +2,7 @@
 #include "submission/window.h"
 
 #include "build_config.h"
+#include "fusion/current_member.h"
 #include "fusion/eligibility.h"
 #include "fusion/merged_task.h"
 #include "submission/starpu_code.h"
@@ -69,7 +70,8 @@ SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Pred
 	  reports_(reports), real_submit_(real_submit),
 	  max_window_tasks_(std::size_t(limits.max_group_tasks) * 256)
 {
-	reports_.live = &live_;
+	reports_.names = &names_;
+	reports_.running_groups = &running_groups_;
 	closer_ = std::thread([this] { close_periodically(); });
 }
 
@@ -88,7 +90,8 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	/* StarPU already knows the task: dependencies or end dependencies were
 	 * declared by it or on it (that creates its job), or it was submitted
 	 * before.  Tags and waits (detach = 0) observe its termination.
-	 * Dependencies declared on it later are handled (live_members.h). */
+	 * Dependencies declared on it later name its merged task
+	 * (named_members.h). */
 	if (task->starpu_private || task->use_tag || !task->detach)
 		return false;
 	if (is_merged_task(task) || is_group_task(task))
@@ -174,7 +177,7 @@ void SubmissionWindow::exclude_from_deferral(starpu_data_handle_t handle)
 
 int SubmissionWindow::submit(struct starpu_task *task)
 {
-	live_.forget(task); /* a kept task submitted again */
+	names_.forget(task); /* a kept task submitted again */
 	unsigned ctx = 0;
 	double predicted_us = NAN;
 	std::uint64_t bytes = 0;
@@ -190,11 +193,15 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	if (!defer && (!task->cl || STARPU_TASK_GET_NBUFFERS(task) == 0))
 		return real_submit_(task);
 	std::unique_lock<std::recursive_mutex> lock(mutex_);
+	/* A task that may wait for the program (on data it holds, a tag, a
+	 * dependency it declared or was named in) is never merged with others,
+	 * which would then wait for the program too (held_data.h). */
+	const bool waits_for_program = task->use_tag || task->starpu_private || held_.conflicts(task);
 	/* A thread waiting for StarPU's count of tasks to drop would not see a
-	 * task deferred now (window.h, begin_wait).  Read under mutex_: a wait
-	 * counts itself before its flush takes mutex_, so a task either is
-	 * placed before that flush or sees the count. */
-	if (defer && waiting_threads_.load(std::memory_order_relaxed) == 0) {
+	 * task deferred now (window.h, begin_wait).  Both read under mutex_: a
+	 * wait or an acquisition counts itself before its flush takes mutex_,
+	 * so a task either is placed before that flush or sees it. */
+	if (defer && !waits_for_program && waiting_threads_.load(std::memory_order_relaxed) == 0) {
 		if (count_deferred_)
 			count_deferred_(task);
 		place(task, ctx, predicted_us, bytes);
@@ -207,11 +214,16 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		 * meanwhile goes to StarPU after it. */
 		lock.unlock();
 	}
+	if (waits_for_program)
+		held_.hold_until_terminated(task);
 	/* Not marked inside StarPU: StarPU may run program code right here (a
 	 * prologue, the callback of a control task it terminates at once, on
 	 * 1.3), whose submissions follow the window like any other (mutex_ is
 	 * recursive). */
-	return real_submit_(task);
+	const int ret = real_submit_(task);
+	if (ret != 0 && waits_for_program)
+		held_.unhold(task);
+	return ret;
 }
 
 const std::vector<Access<starpu_data_handle_t>> &SubmissionWindow::accesses_of(const struct starpu_task *task)
@@ -276,7 +288,7 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		g.predicted_us += predicted_us;
 	g.bytes += bytes;
 	if (!task->destroy)
-		live_.add(task);
+		names_.deferred(task, group);
 	tasks_deferred_.fetch_add(1, std::memory_order_relaxed);
 	if (deferred_.fetch_add(1, std::memory_order_relaxed) == 0) {
 		/* Under closer_mutex_: the closer tests holds_tasks() under it
@@ -314,9 +326,14 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		Group group = std::move(groups_.front());
 		groups_.pop_front();
 		first_open_++;
-		deferred_.fetch_sub(group.members.tasks.size(), std::memory_order_relaxed);
+		const std::size_t count = group.members.tasks.size();
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
+		/* Only now: flush() returns without the lock when nothing is
+		 * deferred, and must not return while a group is on its way to
+		 * StarPU (a program's acquisition overtook a merged task the
+		 * closer thread was submitting). */
+		deferred_.fetch_sub(count, std::memory_order_relaxed);
 		handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 	}
@@ -369,6 +386,29 @@ void SubmissionWindow::flush()
 		return;
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	flush_locked();
+}
+
+struct starpu_task *SubmissionWindow::task_for_dependency(struct starpu_task *task)
+{
+	if (struct starpu_task *merged = merged_task_standing_for(task))
+		return merged;
+	NamedMembers::Place place = names_.find(task);
+	if (!place.known)
+		return task;
+	if (!place.merged) {
+		std::lock_guard<std::recursive_mutex> lock(mutex_);
+		place = names_.find(task);
+		if (place.known && !place.merged)
+			submit_groups_through(place.group);
+		place = names_.find(task);
+	}
+	return place.merged ? place.merged : task;
+}
+
+void SubmissionWindow::begin_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+	held_.acquired(handle, mode);
+	flush();
 }
 
 void SubmissionWindow::begin_wait()

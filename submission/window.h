@@ -17,13 +17,14 @@
  * is held while StarPU's starpu_task_submit runs (never a blocking one:
  * synchronous tasks are submitted after it is released, and submission
  * limits are refused with fusion).  closer_mutex_ only guards the closer
- * thread's wake-up.  live_ has its own. */
+ * thread's wake-up.  names_ has its own, taken after mutex_. */
 #ifndef STARPU_FUSING_SUBMISSION_WINDOW_H
 #define STARPU_FUSING_SUBMISSION_WINDOW_H
 
 #include "fusion/admission.h"
 #include "fusion/window_order.h"
-#include "submission/live_members.h"
+#include "submission/held_data.h"
+#include "submission/named_members.h"
 #include "submission/merged_group.h"
 
 #include <starpu.h>
@@ -64,7 +65,7 @@ public:
 	using Predictor = std::function<double(struct starpu_task *)>;
 	using SubmissionCounter = std::function<void(struct starpu_task *)>;
 
-	/* reports.live is the window's own (live_). */
+	/* reports.names and reports.running_groups are the window's own. */
 	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, Selector has_batched_kernel,
 			 SubmissionCounter count_deferred,
 			 const ContextLoad &load, const GroupReports &reports, SubmitFunction real_submit);
@@ -101,7 +102,22 @@ public:
 	 * (interpose_reduction.cpp).  The thread partitioning or setting the
 	 * methods. */
 	void exclude_from_deferral(starpu_data_handle_t handle);
-	LiveMembers &live() { return live_; }
+	/* The program acquires handle in mode: it is held from now on
+	 * (held_data.h), and the window is flushed.  The acquiring thread. */
+	void begin_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
+	HeldData &held() { return held_; }
+	/* What StarPU knows in place of task, for a dependency declared on
+	 * it: the merged task of its group when task is a deferred kept task
+	 * (its group handed to StarPU first if still in the window) or the
+	 * member running on this thread (current_member.h); task otherwise.
+	 * Never waits for a task to run.  Any thread but one in a scheduling
+	 * operation. */
+	struct starpu_task *task_for_dependency(struct starpu_task *task);
+	/* The program destroys, cleans, reinitialises or resubmits task
+	 * (named_members.h).  Any thread. */
+	void forget(struct starpu_task *task) { names_.forget(task); }
+	/* Merged tasks whose callback has not ended. */
+	std::size_t groups_running() const { return running_groups_.load(std::memory_order_acquire); }
 
 	/* What STARPU_FUSING_STATS prints. */
 	std::uint64_t tasks_deferred() const { return tasks_deferred_.load(std::memory_order_relaxed); }
@@ -151,7 +167,7 @@ private:
 	const Selector has_batched_kernel_;
 	const SubmissionCounter count_deferred_;
 	const ContextLoad &load_;
-	GroupReports reports_; /* live points at live_ */
+	GroupReports reports_; /* names points at names_, running_groups at running_groups_ */
 	const SubmitFunction real_submit_;
 	/* Chains fill one group each: a window holds up to this many tasks
 	 * before it is flushed whole. */
@@ -174,7 +190,9 @@ private:
 	std::unordered_set<starpu_data_handle_t> excluded_; /* guarded by excluded_mutex_ */
 	std::atomic<bool> any_excluded_{false};
 
-	LiveMembers live_;
+	NamedMembers names_;
+	HeldData held_;
+	std::atomic<std::size_t> running_groups_{0};
 
 	std::atomic<std::uint64_t> tasks_deferred_{0};
 	std::atomic<std::uint64_t> groups_submitted_{0};

@@ -345,6 +345,73 @@ void api_acquire_cb_releases_held_data(void **)
 	finish();
 }
 
+/* The program holds `held`; a task reading it writes `between`, so a task
+ * on `between` waits for the release too, and must not take a task on other
+ * data with it. */
+void api_acquire_held_through_a_task(void **)
+{
+	start("api_acquire_held_through_a_task", 1);
+	Variable held, between, free_data;
+	held.reg(5);
+	between.reg(0);
+	free_data.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	assert_int_equal(starpu_data_acquire(held.handle, STARPU_RW), 0);
+	struct starpu_task *copy = starpu_task_create();
+	copy->cl = &copy_plus_one_cl;
+	copy->handles[0] = between.handle;
+	copy->handles[1] = held.handle;
+	assert_int_equal(starpu_task_submit(copy), 0);
+	assert_int_equal(submit_on(&add_one_cl, between.handle), 0);
+	assert_int_equal(submit_on(&add_one_cl, free_data.handle), 0);
+	unblock(blocker);
+	assert_int_equal(starpu_data_acquire(free_data.handle, STARPU_R), 0);
+	assert_int_equal(free_data.value, 1);
+	starpu_data_release(free_data.handle);
+	held.value = 6;
+	starpu_data_release(held.handle);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(held.handle);
+	starpu_data_unregister(between.handle);
+	starpu_data_unregister(free_data.handle);
+	assert_int_equal(between.value, 8);
+	finish();
+}
+
+/* A task waits for a tag the program notifies only after it acquired other
+ * data; a task after it on its data must not take a task on that other data
+ * with it. */
+void api_tag_notified_after_an_acquisition(void **)
+{
+	start("api_tag_notified_after_an_acquisition", 1);
+	Variable tagged, free_data;
+	tagged.reg(0);
+	free_data.reg(0);
+	const starpu_tag_t trigger = 0x7a61, tagged_task_tag = 0x7a62;
+	starpu_tag_declare_deps(tagged_task_tag, 1, trigger);
+	struct starpu_task *blocker = occupy_a_worker();
+	struct starpu_task *waits_for_tag = starpu_task_create();
+	waits_for_tag->cl = &add_one_cl;
+	waits_for_tag->handles[0] = tagged.handle;
+	waits_for_tag->use_tag = 1;
+	waits_for_tag->tag_id = tagged_task_tag;
+	assert_int_equal(starpu_task_submit(waits_for_tag), 0);
+	assert_int_equal(submit_on(&double_cl, tagged.handle), 0);
+	assert_int_equal(submit_on(&add_one_cl, free_data.handle), 0);
+	unblock(blocker);
+	assert_int_equal(starpu_data_acquire(free_data.handle, STARPU_R), 0);
+	assert_int_equal(free_data.value, 1);
+	starpu_data_release(free_data.handle);
+	starpu_tag_notify_from_apps(trigger);
+	starpu_task_wait_for_all();
+	starpu_tag_remove(trigger);
+	starpu_tag_remove(tagged_task_tag);
+	starpu_data_unregister(tagged.handle);
+	starpu_data_unregister(free_data.handle);
+	assert_int_equal(tagged.value, 2);
+	finish();
+}
+
 /* ---------------------------- 4. dependencies declared on deferred tasks
  * A kept task (destroy = 0) may be named after its submission; the
  * declaration returns at once, as StarPU's does, and the dependent runs
@@ -484,7 +551,8 @@ void api_task_init_reuses_an_address(void **)
 	reused.handles[0] = first.handle;
 	assert_int_equal(starpu_task_submit(&reused), 0);
 	starpu_task_wait_for_all();
-	starpu_task_clean(&reused);
+	/* Reinitialised without starpu_task_clean (StarPU only leaks the
+	 * first use's bookkeeping). */
 	starpu_task_init(&reused);
 	reused.cl = &add_one_cl;
 	reused.handles[0] = first.handle;
@@ -554,6 +622,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_prologue_of_a_member_submits),
 		cmocka_unit_test(api_acquire_while_holding_other_data),
 		cmocka_unit_test(api_acquire_cb_releases_held_data),
+		cmocka_unit_test(api_acquire_held_through_a_task),
+		cmocka_unit_test(api_tag_notified_after_an_acquisition),
 		cmocka_unit_test(api_dependency_declared_while_paused),
 		cmocka_unit_test(api_dependency_declared_behind_held_data),
 		cmocka_unit_test(api_callback_declares_on_its_own_group),

@@ -1,0 +1,76 @@
+/* Data that may stay unavailable until the program acts, which merged tasks
+ * must not wait for on behalf of tasks that do not (doc/design.md, section
+ * 12, "No dependency the program did not have").
+ *
+ * A merged task waits for the data of all its members: merging a task whose
+ * data the program holds (starpu_data_acquire, until starpu_data_release)
+ * with a task on other data makes the second wait for the program too, and
+ * a program that then acquires the second task's data before releasing the
+ * first hangs.  So the window never defers a task that conflicts with a
+ * hold, and counts as holds:
+ *  - the program's acquisitions, from the call until the matching release
+ *    (acquired/released, from interpose_acquire.cpp; StarPU-MPI's sends
+ *    and receives are acquisitions too);
+ *  - the accesses of a task handed to StarPU that may itself wait for the
+ *    program (a hold on its data, a tag, dependencies declared by or on it),
+ *    from its submission until StarPU calls its callback
+ *    (hold_until_terminated), since a task after it on that data waits
+ *    for it.
+ * Every task the window defers then waits only for tasks that end without
+ * the program's help, and so does every merged task.
+ *
+ * Any thread; mutex_ is taken alone or after the window's lock. */
+#ifndef STARPU_FUSING_SUBMISSION_HELD_DATA_H
+#define STARPU_FUSING_SUBMISSION_HELD_DATA_H
+
+#include <starpu.h>
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+
+namespace fusing {
+
+class HeldData {
+public:
+	/* The program asks for handle in mode (before StarPU has it). */
+	void acquired(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
+	/* The program releases handle (after StarPU did): a read hold if it
+	 * has one (a write acquisition is granted only once reads are
+	 * released), else a write hold. */
+	void released(starpu_data_handle_t handle);
+	/* The program keeps handle, acquired for writing, for reading only
+	 * (StarPU 1.4's starpu_data_release_to). */
+	void downgraded(starpu_data_handle_t handle);
+	/* Whether one of task's accesses conflicts with a hold (a write with
+	 * any hold, a read with a write hold). */
+	bool conflicts(const struct starpu_task *task) const;
+	/* task, about to be handed to StarPU, may wait for the program: its
+	 * accesses are holds until StarPU calls its callback (wrapped here),
+	 * which it does after releasing the task's dependents
+	 * (_starpu_handle_job_termination, 1.3 and 1.4).  Undone by unhold()
+	 * when StarPU refuses the task. */
+	void hold_until_terminated(struct starpu_task *task);
+	void unhold(struct starpu_task *task);
+
+private:
+	struct Holds {
+		unsigned readers = 0;
+		unsigned writers = 0;
+	};
+	struct TaskHold;
+	static void on_terminated(void *task_hold);
+	void add(starpu_data_handle_t handle, bool write);
+	void remove(starpu_data_handle_t handle, bool write);
+	/* Restores task's callback fields and drops its holds. */
+	void end_task_hold(TaskHold *hold);
+
+	mutable std::mutex mutex_;
+	std::unordered_map<starpu_data_handle_t, Holds> holds_; /* guarded by mutex_ */
+	std::atomic<std::size_t> held_handles_{0};             /* holds_.size(), read without mutex_ */
+};
+
+} // namespace fusing
+
+#endif
