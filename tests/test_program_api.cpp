@@ -26,6 +26,7 @@
 namespace {
 
 bool native = false; /* StarPU's base alone, no fusing */
+std::string tested_base;
 
 /* ------------------------------------------------------------ codelets */
 
@@ -522,6 +523,13 @@ void resubmit_itself(void *arg)
  * dependencies declared on it after its first resubmission). */
 void api_kept_task_resubmitted_from_its_callback(void **)
 {
+#if STARPU_MAJOR_VERSION == 1 && STARPU_MINOR_VERSION >= 4
+	/* StarPU 1.4's dm* policies assert on such a task, under dmda alone
+	 * too ("Prefetching was already requested for this task", seen with
+	 * 1.4.12): not a program StarPU runs. */
+	if (tested_base.compare(0, 2, "dm") == 0)
+		skip();
+#endif
 	start("api_kept_task_resubmitted_from_its_callback", 2);
 	resubmitted_runs = 0;
 	first.reg(0);
@@ -603,6 +611,7 @@ int main(int argc, char **argv)
 		return 99;
 	}
 	TestedPolicy tested = tested_policy_from_file(argv[1], ".api");
+	tested_base = tested.base;
 	const std::string native_prefix = "native-";
 	if (tested.base.compare(0, native_prefix.size(), native_prefix) == 0) {
 		native = true;
