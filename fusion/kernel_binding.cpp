@@ -26,7 +26,7 @@ KernelBinding::Shape KernelBinding::shape_of(void **buffers, std::size_t nbuffer
 		case kernels::kMatrixInterface:
 		case kernels::kBlockInterface: {
 			const kernels::Grid<char> grid = kernels::grid_of<char>(buffer);
-			shape.insert(shape.end(), {grid.nx, grid.ny, grid.nz});
+			shape.insert(shape.end(), {grid.nx, grid.ny, grid.nz, grid.ldy, grid.ldz});
 			break;
 		}
 		default: break;
@@ -52,7 +52,10 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 	const Comparison comparison = copies.compare();
 	std::lock_guard<std::mutex> lock(mutex_);
 	if (comparison.within_bound) {
-		verified_shapes_.insert(shapes.begin(), shapes.end());
+		if (comparison.informative)
+			verified_shapes_.insert(shapes.begin(), shapes.end());
+		else
+			uninformative_batches_.fetch_add(1, std::memory_order_relaxed);
 		return;
 	}
 	if (dropped_.exchange(true, std::memory_order_acq_rel))
@@ -67,14 +70,14 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 		     entry_.name, codelet_name_.c_str(), reason, tasks.size());
 }
 
-KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], const std::function<void(unsigned)> &run_own)
+KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], void *task_args[], const std::function<void(unsigned)> &run_own)
 {
 	std::vector<unsigned> indices;
 	std::vector<void **> tasks;
 	std::vector<Shape> shapes;
 	const bool usable = !dropped();
 	for (unsigned t = 0; t < ntasks; t++) {
-		if (usable && kernels::task_accepted(entry_, task_buffers[t])) {
+		if (usable && !task_args[t] && kernels::task_accepted(entry_, task_buffers[t])) {
 			indices.push_back(t);
 			tasks.push_back(task_buffers[t]);
 			shapes.push_back(shape_of(task_buffers[t], modes_.size()));
@@ -91,6 +94,11 @@ KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], const std::
 		verify(tasks, indices, shapes, run_own);
 		return ran;
 	}
+	if (trusted_batches_.fetch_add(1, std::memory_order_relaxed) % kRecheckPeriod == kRecheckPeriod - 1) {
+		rechecks_.fetch_add(1, std::memory_order_relaxed);
+		verify(tasks, indices, shapes, run_own);
+		return ran;
+	}
 	ran.start_us = starpu_timing_now();
 	kernels::run_accepted_tasks(entry_, static_cast<unsigned>(tasks.size()), tasks.data());
 	ran.end_us = starpu_timing_now();
@@ -103,9 +111,11 @@ KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], const std::
 void KernelBinding::print(FILE *stream) const
 {
 	std::lock_guard<std::mutex> lock(mutex_);
-	std::fprintf(stream, "[starpu-fusing] kernel %s for %s: %llu batches, %llu tasks in the kernel; %llu batches run both ways, %zu shapes verified",
-		     entry_.name, codelet_name_.c_str(), (unsigned long long)kernel_batches_.load(), (unsigned long long)kernel_tasks_.load(),
-		     (unsigned long long)verification_batches_.load(), verified_shapes_.size());
+	std::fprintf(stream, "[starpu-fusing] kernel %s for %s: %llu batches, %llu tasks in the kernel; %llu batches run both ways "
+		     "(%llu re-checks of verified shapes, %llu that could not tell), %zu shapes verified",
+		     entry_.name, codelet_name_.c_str(), (unsigned long long)kernel_batches_.load(),
+		     (unsigned long long)kernel_tasks_.load(), (unsigned long long)verification_batches_.load(),
+		     (unsigned long long)rechecks_.load(), (unsigned long long)uninformative_batches_.load(), verified_shapes_.size());
 	if (tasks_not_accepted_.load() != 0)
 		std::fprintf(stream, "; %llu tasks of shapes it does not take", (unsigned long long)tasks_not_accepted_.load());
 	if (dropped())

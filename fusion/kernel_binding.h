@@ -7,15 +7,24 @@
  * to that entry when its first batch is built, unless the program
  * registered a batched implementation of its own for the codelet
  * (starpu_fusing_register_batched), which wins.  A bound batch runs:
- *  - tasks the entry does not accept (interfaces, element size, layout):
- *    with the codelet's own function;
- *  - the others, while any of their shapes (interfaces, element sizes and
- *    dimensions of every buffer) has not been verified: with the codelet's
- *    own function, and the kernel beside it on copies
- *    (kernel_verification.h); on a mismatch the binding is dropped for the
- *    rest of the run, with one line naming the codelet and the largest
- *    difference, and that batch keeps the codelet's results;
- *  - once verified: in the kernel, one call for all of them.
+ *  - tasks the entry does not accept (interfaces, element size, layout,
+ *    or a cl_arg: no entry reads one, and a codelet's arguments may change
+ *    what it computes): with the codelet's own function;
+ *  - the others, while any of their shapes (interfaces, element sizes,
+ *    dimensions and strides of every buffer) has not been verified: with
+ *    the codelet's own function, and the kernel beside it on copies
+ *    (kernel_verification.h).  A batch whose results cannot tell two
+ *    computations apart (a NaN or infinity, or fewer than two elements
+ *    changed by different amounts: all-zero inputs, say) verifies nothing;
+ *    one within the bound verifies its shapes; on a mismatch the binding
+ *    is dropped for the rest of the run, with one line naming the codelet
+ *    and the largest difference, and that batch keeps the codelet's
+ *    results;
+ *  - once verified: in the kernel, one call for all of them; but every
+ *    kRecheckPeriod-th such batch runs both ways again, and a mismatch
+ *    then drops the binding too (a codelet agreeing with the entry on the
+ *    data of its first batches only: the batches in between kept the
+ *    kernel's results).
  *
  * Threads: may_bind in submitting and readying threads, binding_for in the
  * flusher, KernelBinding::run in the worker running a batch (several at
@@ -61,10 +70,15 @@ public:
 	const kernels::PackEntry &entry() const { return entry_; }
 	bool dropped() const { return dropped_.load(std::memory_order_acquire); }
 
-	/* Runs a batch's tasks, buffers as the codelet's function gets them;
-	 * run_own(t) runs task t with the codelet's own function.  The worker
-	 * running the batch. */
-	KernelRun run(unsigned ntasks, void **task_buffers[], const std::function<void(unsigned)> &run_own);
+	/* Every this many batches run in the kernel, one runs both ways.  A
+	 * batch of DAHL's basic_cnn runs 8-16 tasks, about 60 batches of each
+	 * bound codelet per epoch at 28x28. */
+	static constexpr std::uint64_t kRecheckPeriod = 32;
+
+	/* Runs a batch's tasks, buffers and cl_arg as the codelet's function
+	 * gets them; run_own(t) runs task t with the codelet's own function.
+	 * The worker running the batch. */
+	KernelRun run(unsigned ntasks, void **task_buffers[], void *task_args[], const std::function<void(unsigned)> &run_own);
 
 	/* One statistics line. */
 	void print(FILE *stream) const;
@@ -75,7 +89,8 @@ private:
 	/* Whether every one of shapes was verified; mutex_. */
 	bool verified(const std::vector<Shape> &shapes);
 	/* The codelet's function on the real buffers, the kernel on copies;
-	 * then trust the shapes, or drop the binding. */
+	 * then trust the shapes (when the batch could tell), or drop the
+	 * binding. */
 	void verify(const std::vector<void **> &tasks, const std::vector<unsigned> &indices, const std::vector<Shape> &shapes,
 		    const std::function<void(unsigned)> &run_own);
 
@@ -86,7 +101,11 @@ private:
 	mutable std::mutex mutex_;
 	std::set<Shape> verified_shapes_; /* mutex_ */
 	std::string drop_reason_;         /* mutex_ */
-	std::atomic<std::uint64_t> kernel_batches_{0}, kernel_tasks_{0}, verification_batches_{0}, tasks_not_accepted_{0};
+	/* Batches of verified shapes (run in the kernel or re-checked): the
+	 * re-check period's count. */
+	std::atomic<std::uint64_t> trusted_batches_{0};
+	std::atomic<std::uint64_t> kernel_batches_{0}, kernel_tasks_{0}, verification_batches_{0}, uninformative_batches_{0},
+		rechecks_{0}, tasks_not_accepted_{0};
 };
 
 class KernelBindings {

@@ -79,11 +79,38 @@ void point_at(void *interface, uintptr_t data)
 	}, false);
 }
 
+/* What makes a comparison informative (Comparison::informative), over all
+ * written buffers. */
+struct Changes {
+	bool all_finite = true;
+	unsigned changed = 0;    /* elements the codelet changed */
+	double first_change = 0.0;
+	bool different_changes = false;
+
+	void saw(double before, double own, double kernel)
+	{
+		if (!std::isfinite(own) || !std::isfinite(kernel) || !std::isfinite(before)) {
+			all_finite = false;
+			return;
+		}
+		const double change = own - before;
+		if (change == 0.0)
+			return;
+		if (changed++ == 0)
+			first_change = change;
+		else if (change != first_change)
+			different_changes = true;
+	}
+	bool informative() const { return all_finite && changed >= 2 && different_changes; }
+};
+
 template <typename T>
-void compare_elements(void *original, const unsigned char *copy, double tolerance, Comparison &result)
+void compare_elements(void *original, const unsigned char *before_data, const unsigned char *copy, double tolerance,
+		      Comparison &result, Changes &changes)
 {
 	const T *own = reinterpret_cast<const T *>(data_of(original));
 	const T *kernel = reinterpret_cast<const T *>(copy);
+	const T *before = reinterpret_cast<const T *>(before_data);
 	double scale = 0.0;
 	for_each_element(original, [&](std::size_t i) {
 		if (std::isfinite(own[i]))
@@ -101,11 +128,35 @@ void compare_elements(void *original, const unsigned char *copy, double toleranc
 			difference = std::fabs(a - b);
 		if (difference > bound)
 			result.within_bound = false;
+		changes.saw(double(before[i]), a, b);
 		/* Reported: the element furthest beyond (or least within) its bound. */
 		if (difference / bound > result.largest_difference / result.bound || result.bound == 0.0) {
 			result.largest_difference = difference;
 			result.bound = bound;
 		}
+	});
+}
+
+/* Elements of other sizes, byte for byte; a changed element counts as a
+ * change by its new value's bytes. */
+void compare_bytes(void *original, const unsigned char *before, const unsigned char *copy, std::size_t element_size,
+		   Comparison &result, Changes &changes)
+{
+	const unsigned char *own = reinterpret_cast<const unsigned char *>(data_of(original));
+	const unsigned char *first_changed = nullptr;
+	for_each_element(original, [&](std::size_t i) {
+		const std::size_t at = i * element_size;
+		if (std::memcmp(own + at, copy + at, element_size) != 0) {
+			result.within_bound = false;
+			result.largest_difference = HUGE_VAL;
+		}
+		if (std::memcmp(own + at, before + at, element_size) == 0)
+			return;
+		changes.changed++;
+		if (!first_changed)
+			first_changed = own + at;
+		else if (std::memcmp(own + at, first_changed, element_size) != 0)
+			changes.different_changes = true;
 	});
 }
 
@@ -115,6 +166,7 @@ struct WrittenBufferCopies::Copy {
 	void *original;
 	std::vector<unsigned char> interface; /* the original structure, pointing at data */
 	std::vector<unsigned char> data;
+	std::vector<unsigned char> before; /* the contents before either ran */
 };
 
 double verification_tolerance(std::size_t element_size)
@@ -142,6 +194,7 @@ WrittenBufferCopies::WrittenBufferCopies(const std::vector<void **> &task_buffer
 			/* One element at least: data() of an empty vector may be null. */
 			copy->data.resize(std::max<std::size_t>(bytes, 1));
 			std::memcpy(copy->data.data(), reinterpret_cast<const void *>(data_of(original)), bytes);
+			copy->before = copy->data;
 			point_at(copy->interface.data(), reinterpret_cast<uintptr_t>(copy->data.data()));
 			copy_of[original] = copy->interface.data();
 			copies_.push_back(std::move(copy));
@@ -161,18 +214,18 @@ WrittenBufferCopies::~WrittenBufferCopies() = default;
 Comparison WrittenBufferCopies::compare() const
 {
 	Comparison result;
+	Changes changes;
 	for (const auto &copy : copies_) {
 		const std::size_t element_size = kernels::element_size_of(copy->original);
 		const double tolerance = verification_tolerance(element_size);
 		if (element_size == sizeof(float))
-			compare_elements<float>(copy->original, copy->data.data(), tolerance, result);
+			compare_elements<float>(copy->original, copy->before.data(), copy->data.data(), tolerance, result, changes);
 		else if (element_size == sizeof(double))
-			compare_elements<double>(copy->original, copy->data.data(), tolerance, result);
-		else if (std::memcmp(reinterpret_cast<const void *>(data_of(copy->original)), copy->data.data(), spanned_bytes(copy->original)) != 0) {
-			result.within_bound = false;
-			result.largest_difference = HUGE_VAL;
-		}
+			compare_elements<double>(copy->original, copy->before.data(), copy->data.data(), tolerance, result, changes);
+		else
+			compare_bytes(copy->original, copy->before.data(), copy->data.data(), element_size, result, changes);
 	}
+	result.informative = changes.informative();
 	return result;
 }
 

@@ -17,7 +17,8 @@
  * the codelet's loops: measured differences are orders of magnitude below
  * (tests/test_kernel_pack.cpp); a kernel computing something else is off
  * by about the results' own size.  NaN must match NaN.  Other element sizes
- * must match byte for byte.
+ * must match byte for byte.  A comparison within the bound is trusted only
+ * when it is informative (below).
  *
  * Runs in the worker running the batch; holds no lock. */
 #ifndef STARPU_FUSING_FUSION_KERNEL_VERIFICATION_H
@@ -33,6 +34,12 @@ namespace fusing {
 
 struct Comparison {
 	bool within_bound = true;
+	/* Whether agreeing results say anything: every written element is
+	 * finite on both sides (NaN and infinities propagate through most
+	 * arithmetic alike), and the codelet changed at least two elements by
+	 * different amounts (all-zero inputs change an accumulated output by
+	 * 0 whatever the arithmetic, and a constant change hides a scale). */
+	bool informative = false;
 	/* At the element whose difference is the largest part of its bound:
 	 * infinity for a NaN on one side only, or differing bytes. */
 	double largest_difference = 0.0;

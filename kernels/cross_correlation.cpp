@@ -150,10 +150,12 @@ void correlate_tasks(unsigned ntasks, void **task_buffers[], int image_index, in
 	auto bias_of = [&](unsigned t) {
 		return bias_index < 0 ? T(0) : *reinterpret_cast<T *>(STARPU_VARIABLE_GET_PTR(task_buffers[t][bias_index]));
 	};
-	/* The filter's shape fixes the outputs' with the image's. */
+	/* One product per image and filter shape, which fix the outputs'
+	 * shape.  The image is its whole view: a partition plan's children
+	 * share their parent's pointer with other shapes. */
 	auto groups = group_tasks(ntasks, [&](unsigned t) {
 		const Grid<T> filter = filter_of(t);
-		return std::make_tuple(static_cast<const void *>(image_of(t).ptr), filter.nx, filter.ny, filter.nz);
+		return std::make_tuple(grid_key(image_of(t)), filter.nx, filter.ny, filter.nz);
 	});
 	for (const std::vector<unsigned> &group : groups) {
 		if (group.size() < kSmallestSharedProduct) {
@@ -181,7 +183,7 @@ void accumulate_filter_gradient_tasks(unsigned ntasks, void **task_buffers[], in
 	auto output_of = [&](unsigned t) { return grid_of<T>(task_buffers[t][output_index]); };
 	auto groups = group_tasks(ntasks, [&](unsigned t) {
 		const Grid<T> gradient = gradient_of(t);
-		return std::make_tuple(static_cast<const void *>(image_of(t).ptr), gradient.nx, gradient.ny);
+		return std::make_tuple(grid_key(image_of(t)), gradient.nx, gradient.ny);
 	});
 	for (const std::vector<unsigned> &group : groups) {
 		if (group.size() < kSmallestSharedProduct) {

@@ -5,7 +5,6 @@
 #include "kernels/task_groups.h"
 
 #include <cstring>
-#include <tuple>
 
 namespace fusing {
 namespace kernels {
@@ -63,10 +62,7 @@ void product_tasks(unsigned ntasks, void **task_buffers[], int matrix_index, int
 		   Shared shared_product, Plain plain_product)
 {
 	auto matrix_of = [&](unsigned t) { return grid_of<T>(task_buffers[t][matrix_index]); };
-	auto groups = group_tasks(ntasks, [&](unsigned t) {
-		const Grid<T> matrix = matrix_of(t);
-		return std::make_tuple(static_cast<const void *>(matrix.ptr), matrix.nx, matrix.ny, matrix.ldy);
-	});
+	auto groups = group_tasks(ntasks, [&](unsigned t) { return grid_key(matrix_of(t)); });
 	for (const std::vector<unsigned> &group : groups) {
 		std::vector<Vector<T>> vectors, outputs;
 		for (unsigned t : group) {

@@ -11,6 +11,7 @@
 #include <starpu.h>
 
 #include <cstddef>
+#include <tuple>
 
 namespace fusing {
 namespace kernels {
@@ -82,6 +83,14 @@ Grid<T> grid_of(void *interface)
 	}
 	const struct starpu_block_interface *b = static_cast<struct starpu_block_interface *>(interface);
 	return Grid<T>{reinterpret_cast<T *>(b->ptr), b->nx, b->ny, b->nz, b->ldy, b->ldz};
+}
+
+/* What tells two grids apart in memory: pointer, shape and strides (views
+ * of one buffer share its pointer).  Ordered, for task_groups.h. */
+template <typename T>
+auto grid_key(const Grid<T> &grid)
+{
+	return std::make_tuple(static_cast<const void *>(grid.ptr), grid.nx, grid.ny, grid.nz, grid.ldy, grid.ldz);
 }
 
 /* A contiguous run of n Ts: a STARPU_VECTOR. */

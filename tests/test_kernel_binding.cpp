@@ -25,6 +25,7 @@
 
 #include <starpu.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -261,6 +262,237 @@ void binding_yields_to_a_registered_implementation(void **)
 	assert_true(registered_calls.load() >= 1);
 }
 
+/* An image and, through a read-only partition plan, its first half (the
+ * same pointer, fewer rows), each correlated with 2 filters in one batch:
+ * every task's output has its own image's shape (grouped by pointer alone,
+ * the kernel wrote the half's outputs past their end). */
+struct starpu_codelet matrix_correlation = codelet_like_dahls(dahl_convolution_2d_cpu, nullptr, "matrix_cross_correlation");
+
+void binding_keeps_views_of_one_image_apart(void **)
+{
+	constexpr unsigned size = 12, half = size / 2, kernel = 3, filters = 2;
+	std::vector<double> image = random_values(size * size, 7);
+	std::vector<std::vector<double>> filter_data, outputs;
+	for (unsigned f = 0; f < filters; f++)
+		filter_data.push_back(random_values(kernel * kernel, 50 + f));
+	/* Outputs of the whole image, then of its half, each followed by a
+	 * guard of 64 elements. */
+	const double guard = 12345.0;
+	for (unsigned view = 0; view < 2; view++)
+		for (unsigned f = 0; f < filters; f++)
+			outputs.push_back(std::vector<double>((size - kernel + 1) * ((view ? half : size) - kernel + 1) + 64, guard));
+	CapturedStderr captured;
+	captured.start();
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	assert_int_equal(starpu_init(&conf), 0);
+	starpu_data_handle_t image_handle, halves[2];
+	starpu_matrix_data_register(&image_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(image.data()), size, size, size, sizeof(double));
+	struct starpu_data_filter by_rows = {};
+	by_rows.filter_func = starpu_matrix_filter_vertical_block;
+	by_rows.nchildren = 2;
+	starpu_data_partition_plan(image_handle, &by_rows, halves);
+	starpu_data_partition_readonly_submit(image_handle, 2, halves);
+	std::vector<starpu_data_handle_t> filter_handles(filters), output_handles;
+	for (unsigned f = 0; f < filters; f++)
+		starpu_matrix_data_register(&filter_handles[f], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(filter_data[f].data()), kernel, kernel,
+					    kernel, sizeof(double));
+	output_handles.resize(2 * filters);
+	/* Interleaved, so that a batch (of 4 here: 8 spread over 2 workers)
+	 * holds both views. */
+	for (unsigned f = 0; f < filters; f++)
+		for (unsigned view = 0; view < 2; view++) {
+			const unsigned rows = (view ? half : size) - kernel + 1;
+			starpu_data_handle_t output;
+			starpu_matrix_data_register(&output, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(outputs[view * filters + f].data()),
+						    size - kernel + 1, size - kernel + 1, rows, sizeof(double));
+			output_handles[view * filters + f] = output;
+			assert_int_equal(starpu_task_insert(&matrix_correlation, STARPU_R, view ? halves[0] : image_handle, STARPU_R, filter_handles[f],
+							    STARPU_W, output, 0), 0);
+		}
+	starpu_task_wait_for_all();
+	starpu_data_unpartition_submit(image_handle, 2, halves, STARPU_MAIN_RAM);
+	starpu_data_partition_clean(image_handle, 2, halves);
+	starpu_data_unregister(image_handle);
+	for (starpu_data_handle_t handle : filter_handles)
+		starpu_data_unregister(handle);
+	for (starpu_data_handle_t handle : output_handles)
+		starpu_data_unregister(handle);
+	starpu_shutdown();
+	const std::string messages = captured.stop();
+	assert_int_equal(count_lines_with(messages, "does not compute"), 0);
+	for (unsigned view = 0; view < 2; view++)
+		for (unsigned f = 0; f < filters; f++) {
+			const unsigned width = size - kernel + 1, rows = (view ? half : size) - kernel + 1;
+			const std::vector<double> &out = outputs[view * filters + f];
+			for (std::size_t i = std::size_t(width) * rows; i < out.size(); i++)
+				assert_true(out[i] == guard);
+			for (unsigned y = 0; y < rows; y++)
+				for (unsigned x = 0; x < width; x++) {
+					double expected = 0.0;
+					for (unsigned v = 0; v < kernel; v++)
+						for (unsigned u = 0; u < kernel; u++)
+							expected += image[(y + v) * size + x + u] * filter_data[f][v * kernel + u];
+					assert_true(std::fabs(out[y * width + x] - expected) <= 1e-9 * 10);
+				}
+		}
+}
+
+/* ----------------------------------------------- what a batch can show
+ * A codelet named as DAHL names its dense forward product, computing
+ * out += scale * matrix x vector: the pack's entry computes it for scale 1
+ * only.  The scale comes from the task's cl_arg when it has one, else from
+ * codelet_scale.  Rounds of kSamples tasks sharing one matrix; each round's
+ * outputs are compared with the host's. */
+std::atomic<double> codelet_scale{1.0};
+
+void scaled_product_cpu(void *buffers[], void *cl_arg)
+{
+	own_calls++;
+	double scale = codelet_scale;
+	if (cl_arg)
+		starpu_codelet_unpack_args(cl_arg, &scale);
+	const unsigned rows = STARPU_MATRIX_GET_NY(buffers[0]), columns = STARPU_MATRIX_GET_NX(buffers[0]);
+	const unsigned ld = STARPU_MATRIX_GET_LD(buffers[0]);
+	const double *matrix = reinterpret_cast<const double *>(STARPU_MATRIX_GET_PTR(buffers[0]));
+	const double *vector = reinterpret_cast<const double *>(STARPU_VECTOR_GET_PTR(buffers[1]));
+	double *out = reinterpret_cast<double *>(STARPU_VECTOR_GET_PTR(buffers[2]));
+	for (unsigned y = 0; y < rows; y++)
+		for (unsigned x = 0; x < columns; x++)
+			out[y] += scale * matrix[y * ld + x] * vector[x];
+}
+
+struct starpu_codelet scaled_product = [] {
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = scaled_product_cpu;
+	cl.nbuffers = 3;
+	cl.modes[0] = STARPU_R;
+	cl.modes[1] = STARPU_R;
+	cl.modes[2] = STARPU_W;
+	cl.name = "matrix_vector_product";
+	return cl;
+}();
+
+enum class Vectors { random, zero, nan };
+
+struct Round {
+	double scale;       /* what the codelet multiplies by */
+	bool scale_as_arg;  /* passed in cl_arg, else codelet_scale */
+	Vectors vectors;
+};
+
+/* Runs the rounds in one StarPU session; returns each round's largest
+ * relative error (0 for rounds with NaN), and what the library printed. */
+std::vector<double> run_dense_rounds(const std::vector<Round> &rounds, std::string &messages)
+{
+	constexpr unsigned kSamples = 8, kColumns = 24, kRows = 6;
+	CapturedStderr captured;
+	captured.start();
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	assert_non_null(conf.sched_policy);
+	assert_int_equal(starpu_init(&conf), 0);
+	std::vector<double> errors(rounds.size(), 0.0);
+	for (std::size_t r = 0; r < rounds.size(); r++) {
+		const Round &round = rounds[r];
+		codelet_scale = round.scale;
+		std::vector<double> matrix = random_values(kColumns * kRows, 1000 + static_cast<unsigned>(r));
+		std::vector<std::vector<double>> vectors, outputs(kSamples, std::vector<double>(kRows, 0.0));
+		for (unsigned s = 0; s < kSamples; s++) {
+			vectors.push_back(random_values(kColumns, 2000 + static_cast<unsigned>(r * kSamples + s)));
+			if (round.vectors == Vectors::zero)
+				std::fill(vectors[s].begin(), vectors[s].end(), 0.0);
+			if (round.vectors == Vectors::nan)
+				vectors[s][s % kColumns] = NAN;
+		}
+		starpu_data_handle_t matrix_handle;
+		starpu_matrix_data_register(&matrix_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(matrix.data()), kColumns, kColumns, kRows,
+					    sizeof(double));
+		std::vector<starpu_data_handle_t> handles;
+		for (unsigned s = 0; s < kSamples; s++) {
+			starpu_data_handle_t vector_handle, output_handle;
+			starpu_vector_data_register(&vector_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(vectors[s].data()), kColumns, sizeof(double));
+			starpu_vector_data_register(&output_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(outputs[s].data()), kRows, sizeof(double));
+			handles.push_back(vector_handle);
+			handles.push_back(output_handle);
+			if (round.scale_as_arg)
+				assert_int_equal(starpu_task_insert(&scaled_product, STARPU_R, matrix_handle, STARPU_R, vector_handle, STARPU_W, output_handle,
+								    STARPU_VALUE, &round.scale, sizeof(round.scale), 0), 0);
+			else
+				assert_int_equal(starpu_task_insert(&scaled_product, STARPU_R, matrix_handle, STARPU_R, vector_handle, STARPU_W, output_handle, 0),
+						 0);
+		}
+		starpu_task_wait_for_all();
+		starpu_data_unregister(matrix_handle);
+		for (starpu_data_handle_t handle : handles)
+			starpu_data_unregister(handle);
+		if (round.vectors == Vectors::nan)
+			continue;
+		double largest = 0.0, difference = 0.0;
+		for (unsigned s = 0; s < kSamples; s++)
+			for (unsigned y = 0; y < kRows; y++) {
+				double expected = 0.0;
+				for (unsigned x = 0; x < kColumns; x++)
+					expected += round.scale * matrix[y * kColumns + x] * vectors[s][x];
+				largest = std::max(largest, std::fabs(expected));
+				difference = std::max(difference, std::fabs(outputs[s][y] - expected));
+			}
+		errors[r] = largest > 0.0 ? difference / largest : difference;
+	}
+	starpu_shutdown();
+	messages = captured.stop();
+	return errors;
+}
+
+double largest_of(const std::vector<double> &errors)
+{
+	return *std::max_element(errors.begin(), errors.end());
+}
+
+const std::string dense_mismatch = "kernel pack entry 'matrix_vector_product' does not compute what codelet 'matrix_vector_product' computes";
+
+/* A task with a cl_arg never runs in the kernel: the argument may change
+ * what the codelet computes (here its scale, 1 in the first rounds). */
+void binding_runs_no_task_with_an_argument_in_the_kernel(void **)
+{
+	std::vector<Round> rounds(2, Round{1.0, true, Vectors::random});
+	rounds.insert(rounds.end(), 4, Round{2.0, true, Vectors::random});
+	std::string messages;
+	assert_true(largest_of(run_dense_rounds(rounds, messages)) <= 1e-9);
+	assert_int_equal(count_lines_with(messages, dense_mismatch), 0);
+}
+
+/* A first batch whose results cannot tell the codelet from the entry (zero
+ * vectors: the outputs stay 0; NaN: NaN both ways) verifies nothing; the
+ * next round's batch shows the codelet scales by 2. */
+void binding_trusts_no_batch_that_cannot_tell(void **)
+{
+	for (Vectors first : {Vectors::zero, Vectors::nan}) {
+		std::vector<Round> rounds = {Round{2.0, false, first}};
+		rounds.insert(rounds.end(), 4, Round{2.0, false, Vectors::random});
+		std::string messages;
+		assert_true(largest_of(run_dense_rounds(rounds, messages)) <= 1e-9);
+		assert_int_equal(count_lines_with(messages, dense_mismatch), kernels_off ? 0 : 1);
+	}
+}
+
+/* Verified shapes are checked again every KernelBinding::kRecheckPeriod
+ * batches: a codelet that agrees with the entry on its first rounds only
+ * (its scale turns to 2) is caught, and the rounds after that keep its own
+ * results. */
+void binding_rechecks_verified_shapes(void **)
+{
+	std::vector<Round> rounds(3, Round{1.0, false, Vectors::random});
+	rounds.insert(rounds.end(), 48, Round{2.0, false, Vectors::random});
+	std::string messages;
+	const std::vector<double> errors = run_dense_rounds(rounds, messages);
+	assert_int_equal(count_lines_with(messages, dense_mismatch), kernels_off ? 0 : 1);
+	assert_true(errors.back() <= 1e-9);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -283,6 +515,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test(binding_runs_dahls_convolution_in_the_kernel),
 		cmocka_unit_test(binding_catches_a_codelet_computing_something_else),
 		cmocka_unit_test(binding_yields_to_a_registered_implementation),
+		cmocka_unit_test(binding_keeps_views_of_one_image_apart),
+		cmocka_unit_test(binding_runs_no_task_with_an_argument_in_the_kernel),
+		cmocka_unit_test(binding_trusts_no_batch_that_cannot_tell),
+		cmocka_unit_test(binding_rechecks_verified_shapes),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

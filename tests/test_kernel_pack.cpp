@@ -25,6 +25,7 @@ namespace {
 
 using fusing::Comparison;
 using fusing::WrittenBufferCopies;
+using fusing::kernels::Grid;
 using fusing::kernels::PackEntry;
 
 /* Owns data and StarPU interface structures built by hand, as StarPU would
@@ -71,12 +72,38 @@ public:
 		return keep(&v, sizeof(v));
 	}
 
+	/* A view of parent's first nx x ny elements (a partition plan's
+	 * first child): the same pointer and strides, another shape. */
+	void *view(void *parent, unsigned nx, unsigned ny)
+	{
+		unsigned char *child = keep(parent, kInterfaceBytes);
+		if (*static_cast<enum starpu_data_interface_id *>(parent) == STARPU_MATRIX_INTERFACE_ID) {
+			reinterpret_cast<struct starpu_matrix_interface *>(child)->nx = nx;
+			reinterpret_cast<struct starpu_matrix_interface *>(child)->ny = ny;
+		} else {
+			reinterpret_cast<struct starpu_block_interface *>(child)->nx = nx;
+			reinterpret_cast<struct starpu_block_interface *>(child)->ny = ny;
+		}
+		return child;
+	}
+
+	/* Whether every byte past the end of every buffer's data still holds
+	 * the guard pattern: nothing wrote out of bounds. */
+	bool guards_intact() const
+	{
+		for (const auto &data : data_)
+			for (std::size_t i = data->size() - kGuardBytes; i < data->size(); i++)
+				if ((*data)[i] != kGuardByte)
+					return false;
+		return true;
+	}
+
 	/* A copy of interface with its own copy of the data. */
 	void *clone(void *interface)
 	{
 		unsigned char *copy = keep(interface, kInterfaceBytes);
-		std::vector<unsigned char> &data = *data_.emplace_back(std::make_unique<std::vector<unsigned char>>(data_bytes(interface)));
-		std::memcpy(data.data(), reinterpret_cast<void *>(pointer(interface)), data.size());
+		std::vector<unsigned char> &data = *data_.emplace_back(guarded(data_bytes(interface)));
+		std::memcpy(data.data(), reinterpret_cast<void *>(pointer(interface)), data_bytes(interface));
 		pointer(copy) = reinterpret_cast<uintptr_t>(data.data());
 		return copy;
 	}
@@ -114,9 +141,19 @@ private:
 		}
 	}
 
+	/* bytes, then kGuardBytes of kGuardByte. */
+	static constexpr std::size_t kGuardBytes = 256;
+	static constexpr unsigned char kGuardByte = 0xa5;
+	static std::unique_ptr<std::vector<unsigned char>> guarded(std::size_t bytes)
+	{
+		auto data = std::make_unique<std::vector<unsigned char>>(bytes + kGuardBytes, 0);
+		std::fill(data->begin() + static_cast<std::ptrdiff_t>(bytes), data->end(), kGuardByte);
+		return data;
+	}
+
 	uintptr_t fill(std::size_t element_size, std::size_t count)
 	{
-		std::vector<unsigned char> &data = *data_.emplace_back(std::make_unique<std::vector<unsigned char>>(count * element_size));
+		std::vector<unsigned char> &data = *data_.emplace_back(guarded(count * element_size));
 		std::uniform_real_distribution<double> value(-1.0, 1.0);
 		for (std::size_t i = 0; i < count; i++) {
 			if (element_size == sizeof(float))
@@ -185,7 +222,7 @@ double relative_difference(void *kernel, void *reference)
  * all of them at once (every task must be accepted); then every written
  * element must agree within the verification's bound.  Returns the largest
  * relative difference seen. */
-double run_and_compare(Batch &batch, const PackEntry &e, void (*reference)(void **))
+double run_and_compare(Buffers &buffers, Batch &batch, const PackEntry &e, void (*reference)(void **))
 {
 	std::vector<void **> tasks;
 	for (auto &task : batch.kernel) {
@@ -195,6 +232,7 @@ double run_and_compare(Batch &batch, const PackEntry &e, void (*reference)(void 
 	for (auto &task : batch.reference)
 		reference(task.data());
 	fusing::kernels::run_accepted_tasks(e, static_cast<unsigned>(tasks.size()), tasks.data());
+	assert_true(buffers.guards_intact());
 	double worst = 0.0;
 	for (std::size_t t = 0; t < tasks.size(); t++)
 		for (std::size_t b = 0; b < e.buffers.size(); b++) {
@@ -248,7 +286,7 @@ void pack_cross_correlation_matches_dahl(void **)
 					for (unsigned i = 0; i < nimages; i++)
 						batch.add(buffers, {images[i], filters[f], buffers.matrix(element, s.width - s.kw + 1, s.height - s.kh + 1, i % 2)}, e);
 				batch.add(buffers, {images[nimages], filters[0], buffers.matrix(element, s.width - s.kw + 1, s.height - s.kh + 1, 0)}, e);
-				run_and_compare(batch, e, element == sizeof(float) ? dahl_convolution_2d<float> : dahl_convolution_2d<double>);
+				run_and_compare(buffers, batch, e, element == sizeof(float) ? dahl_convolution_2d<float> : dahl_convolution_2d<double>);
 			}
 }
 
@@ -276,7 +314,7 @@ void pack_filter_gradient_matches_dahl(void **)
 					/* The outputs start non-zero: the codelet accumulates. */
 					batch.add(buffers, {images[i], buffers.matrix(element, s.gw, s.gh, f % 2),
 							    buffers.block(element, s.width - s.gw + 1, s.height - s.gh + 1, s.channels, f % 2)}, e);
-			run_and_compare(batch, e,
+			run_and_compare(buffers, batch, e,
 					element == sizeof(float) ? dahl_convolution_2d_backward_filters<float> : dahl_convolution_2d_backward_filters<double>);
 		}
 }
@@ -297,16 +335,49 @@ void pack_dense_products_match_dahl(void **)
 			for (unsigned t = 0; t < samples; t++)
 				forward_batch.add(buffers, {weights, buffers.vector(element, inputs), buffers.vector(element, classes)}, forward);
 			forward_batch.add(buffers, {other_weights, buffers.vector(element, inputs), buffers.vector(element, classes)}, forward);
-			run_and_compare(forward_batch, forward,
+			run_and_compare(buffers, forward_batch, forward,
 					element == sizeof(float) ? dahl_matrix_vector_product<float> : dahl_matrix_vector_product<double>);
 			const PackEntry &backward = entry("vector_matrix_product");
 			Batch backward_batch;
 			for (unsigned t = 0; t < samples; t++)
 				backward_batch.add(buffers, {buffers.vector(element, classes), weights, buffers.vector(element, inputs)}, backward);
 			backward_batch.add(buffers, {buffers.vector(element, classes), other_weights, buffers.vector(element, inputs)}, backward);
-			run_and_compare(backward_batch, backward,
+			run_and_compare(buffers, backward_batch, backward,
 					element == sizeof(float) ? dahl_vector_matrix_product<float> : dahl_vector_matrix_product<double>);
 		}
+}
+
+/* An image and views of it that share its pointer (a read-only partition
+ * plan's first child, by rows and by columns), each correlated with two
+ * filters: every task is computed on its own image's shape and writes only
+ * its own output (grouped by pointer alone, the views' outputs were sized
+ * from the image's and written past their end). */
+void pack_views_sharing_a_pointer_keep_their_own_shapes(void **)
+{
+	for (bool as_blocks : {false, true}) {
+		Buffers buffers(37);
+		const std::size_t element = sizeof(float);
+		void *image = as_blocks ? buffers.block(element, 12, 10, 1, 2) : buffers.matrix(element, 12, 10, 2);
+		std::vector<void *> images = {image, buffers.view(image, 12, 5), buffers.view(image, 6, 10), buffers.view(image, 6, 5)};
+		const PackEntry &correlation = entry("cross_correlation");
+		Batch batch;
+		for (void *source : images) {
+			const Grid<char> shape = fusing::kernels::grid_of<char>(source);
+			for (unsigned f = 0; f < 2; f++)
+				batch.add(buffers, {source, buffers.matrix(element, 3, 3, 0), buffers.matrix(element, shape.nx - 2, shape.ny - 2, 0)},
+					  correlation);
+		}
+		run_and_compare(buffers, batch, correlation, dahl_convolution_2d<float>);
+		const PackEntry &gradient = entry("filter_gradient");
+		Batch gradients;
+		for (void *source : images) {
+			const Grid<char> shape = fusing::kernels::grid_of<char>(source);
+			for (unsigned f = 0; f < 2; f++)
+				gradients.add(buffers, {source, buffers.matrix(element, shape.nx - 2, shape.ny - 2, 0), buffers.block(element, 3, 3, 1, 0)},
+					      gradient);
+		}
+		run_and_compare(buffers, gradients, gradient, dahl_convolution_2d_backward_filters<float>);
+	}
 }
 
 /* A batch mixing float and double tasks of one codelet runs each in its
@@ -456,6 +527,40 @@ void verification_compares_nan_and_other_sizes(void **)
 	assert_false(byte_copies.compare().within_bound);
 }
 
+/* A batch verifies only when its results could tell two computations
+ * apart: matrix-vector products on random data could; on zero vectors the
+ * accumulated outputs do not change whatever the arithmetic; a NaN input
+ * gives NaN on both sides. */
+void verification_trusts_only_informative_results(void **)
+{
+	const PackEntry &e = entry("matrix_vector_product");
+	enum class Inputs { random, zero, nan };
+	for (Inputs inputs : {Inputs::random, Inputs::zero, Inputs::nan}) {
+		Buffers buffers(41);
+		void *weights = buffers.matrix(sizeof(double), 12, 5, 0);
+		std::vector<std::vector<void *>> tasks;
+		for (unsigned t = 0; t < 3; t++) {
+			void *vector = buffers.vector(sizeof(double), 12);
+			double *values = reinterpret_cast<double *>(Buffers::pointer(vector));
+			if (inputs == Inputs::zero)
+				std::fill(values, values + 12, 0.0);
+			if (inputs == Inputs::nan)
+				values[t] = NAN;
+			tasks.push_back({weights, vector, buffers.vector(sizeof(double), 5)});
+		}
+		std::vector<void **> task_buffers;
+		for (auto &task : tasks)
+			task_buffers.push_back(task.data());
+		WrittenBufferCopies copies(task_buffers, {STARPU_R, STARPU_R, STARPU_W});
+		for (void **task : task_buffers)
+			dahl_matrix_vector_product<double>(task);
+		fusing::kernels::run_accepted_tasks(e, 3, copies.task_buffers());
+		const Comparison comparison = copies.compare();
+		assert_true(comparison.within_bound);
+		assert_true(comparison.informative == (inputs == Inputs::random));
+	}
+}
+
 } // namespace
 
 int main(void)
@@ -464,11 +569,13 @@ int main(void)
 		cmocka_unit_test(pack_cross_correlation_matches_dahl),
 		cmocka_unit_test(pack_filter_gradient_matches_dahl),
 		cmocka_unit_test(pack_dense_products_match_dahl),
+		cmocka_unit_test(pack_views_sharing_a_pointer_keep_their_own_shapes),
 		cmocka_unit_test(pack_runs_mixed_element_sizes_in_their_types),
 		cmocka_unit_test(pack_refuses_shapes_it_cannot_run),
 		cmocka_unit_test(verification_tells_agreeing_from_different_arithmetic),
 		cmocka_unit_test(verification_copies_a_buffer_read_and_written_by_one_task),
 		cmocka_unit_test(verification_compares_nan_and_other_sizes),
+		cmocka_unit_test(verification_trusts_only_informative_results),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
