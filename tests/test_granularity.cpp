@@ -127,28 +127,36 @@ void granularity_tasks_above_target_run_unfused(void **)
 
 struct starpu_codelet unpredicted_codelet = make_test_codelet(spinning_body, "unpredicted", {STARPU_RW});
 
+/* Measured durations are wall-clock times: a task spinning for 300 us
+ * takes at least that, but any longer when its worker is preempted (make
+ * check runs two test programs at once on two cores).  A task measured at
+ * or above the 1 ms target runs unfused, except one in remeasure_period
+ * (controller.h), so the tests below assert only bounds that a longer
+ * measurement cannot break: batch sizes from above, and that some task
+ * ran in a batch. */
+
 /* (f) Nothing predicts these tasks when they are held (no model, none has
- * ended yet: 48 submitted in well under one 300 us task), so each batch is
- * split over the workers: at most 16 / 2 members, never a whole batch of
- * 16 on one worker.  Once a member is measured, 300 us tasks make batches
- * of ceil(1000 / 300) = 4, also under the bound. */
+ * ended yet), so each batch is split over the workers: at most 16 / 2
+ * members, never a whole batch of 16 on one worker.  Once a member is
+ * measured, tasks of 300 us or more make batches of at most
+ * ceil(1000 / 300) = 4, also under the bound. */
 void granularity_unpredicted_batches_are_split(void **)
 {
 	const unsigned workers = starpu_cpu_worker_get_count();
 	run_independent(&unpredicted_codelet, 48, 300.0);
-	assert_int_equal(runs_in_batch.load(), 48);
+	assert_true(runs_in_batch.load() >= 1);
 	assert_true(largest_batch.load() <= (16 + workers - 1) / workers);
 }
 
 /* (d) Without a model, the measured duration sizes later batches: tasks of
- * at least 250 us make batches of at most ceil(1000 / 250) = 4. */
+ * at least 250 us make batches of at most ceil(1000 / 250) = 4, where the
+ * first run's unpredicted batches held up to 8. */
 void granularity_online_estimate_without_model(void **)
 {
 	run_independent(&spinning_codelet, 40, 250.0);
 	runs_in_batch = largest_batch = 0;
 	run_independent(&spinning_codelet, 40, 250.0);
-	assert_int_equal(runs_in_batch.load(), 40);
-	assert_true(largest_batch.load() >= 1);
+	assert_true(runs_in_batch.load() >= 1);
 	assert_true(largest_batch.load() <= 4);
 }
 
