@@ -2,7 +2,7 @@
  *
  * Codelet bodies run in worker threads (possibly inside a batch): they check
  * the element versions the oracle expects and every dependency's completion,
- * and record what they find in Observations, guarded by its mutex. */
+ * and record what they find in RunObservations (dag_run.h). */
 #include "tests/dag/dag_run.h"
 
 #include "starpu_fusing.h"
@@ -18,24 +18,7 @@
 namespace dag {
 namespace {
 
-struct Observations {
-	const Program *program = nullptr;
-	std::mutex mutex;                      /* guards problems */
-	std::vector<std::string> problems;
-	std::unique_ptr<std::atomic<int>[]> executions;
-	std::unique_ptr<std::atomic<int>[]> callbacks;
-	std::unique_ptr<std::atomic<int>[]> done;
-	std::atomic<long> in_batches{0};
-
-	void problem(const std::string &text)
-	{
-		std::lock_guard<std::mutex> lock(mutex);
-		if (problems.size() < 20)
-			problems.push_back(text);
-	}
-};
-
-Observations observations;
+RunObservations observations;
 
 void spin(double us)
 {
@@ -50,7 +33,7 @@ void spin(double us)
 void generic_body(void *buffers[], void *cl_arg)
 {
 	const TaskSpec &task = *static_cast<const TaskSpec *>(cl_arg);
-	Observations &seen = observations;
+	RunObservations &seen = observations;
 	if (seen.executions[task.id]++ != 0)
 		seen.problem("task " + std::to_string(task.id) + " ran twice");
 	if (starpu_fusing_current_batch_size() > 0)
@@ -158,12 +141,7 @@ RunReport run_and_check(const Program &program)
 {
 	const GeneratorKnobs &knobs = program.knobs;
 	const int ntasks = static_cast<int>(program.tasks.size());
-	observations.program = &program;
-	observations.problems.clear();
-	observations.executions.reset(new std::atomic<int>[ntasks]());
-	observations.callbacks.reset(new std::atomic<int>[ntasks]());
-	observations.done.reset(new std::atomic<int>[ntasks]());
-	observations.in_batches = 0;
+	observations.reset(ntasks);
 	Codelets codelets(knobs);
 
 	/* Data. */
@@ -324,10 +302,29 @@ RunReport run_and_check(const Program &program)
 	if (redux_value != program.expected_redux)
 		observations.problem("REDUX accumulator is " + std::to_string(redux_value) + ", expected " + std::to_string(program.expected_redux));
 
-	RunReport report;
-	report.problems = observations.problems;
-	report.tasks_in_batches = observations.in_batches;
-	return report;
+	return observations.report();
+}
+
+void RunObservations::reset(std::size_t ntasks)
+{
+	problems.clear();
+	executions.reset(new std::atomic<int>[ntasks]());
+	callbacks.reset(new std::atomic<int>[ntasks]());
+	done.reset(new std::atomic<int>[ntasks]());
+	in_batches = 0;
+}
+
+void RunObservations::problem(const std::string &text)
+{
+	std::lock_guard<std::mutex> lock(mutex);
+	if (problems.size() < 20)
+		problems.push_back(text);
+}
+
+RunReport RunObservations::report()
+{
+	std::lock_guard<std::mutex> lock(mutex);
+	return RunReport{problems, in_batches.load()};
 }
 
 } // namespace dag

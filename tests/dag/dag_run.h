@@ -5,6 +5,9 @@
 
 #include "tests/dag/dag_program.h"
 
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,6 +16,22 @@ namespace dag {
 struct RunReport {
 	std::vector<std::string> problems; /* empty: the run matched the oracle */
 	long tasks_in_batches = 0;         /* bodies that ran inside a batch */
+};
+
+/* What a run's task bodies, callbacks and threads observe (shared with the
+ * API fuzzer, api_run.h): counters per task are atomics, problems are
+ * guarded by mutex. */
+struct RunObservations {
+	std::mutex mutex; /* guards problems */
+	std::vector<std::string> problems;
+	std::unique_ptr<std::atomic<int>[]> executions, callbacks, done;
+	std::atomic<long> in_batches{0};
+
+	/* Before a run of ntasks tasks. */
+	void reset(std::size_t ntasks);
+	/* Keeps the first 20. */
+	void problem(const std::string &text);
+	RunReport report();
 };
 
 /* Submits program as its steps say, waits for everything, and compares. */

@@ -1,8 +1,10 @@
 #!/bin/sh
-# make stress: the synthetic-DAG suite on many more seeds than make check,
-# over several bases, both hold modes and 1 to 4 workers.
+# make stress: the synthetic-DAG suite and the API fuzzer (test_dag
+# --programs dag and api) on many more seeds than make check, over several
+# bases, both hold modes and 1 to 4 workers.
 #
-#   tests/dag/stress.sh [SEEDS]      (default 1000 seeds per configuration group)
+#   tests/dag/stress.sh [SEEDS]      (default 1000 seeds of each kind)
+#   STRESS_PROGRAMS=api tests/dag/stress.sh 1000    (one kind only)
 #   STRESS_WRAPPER="valgrind --error-exitcode=3" tests/dag/stress.sh 50
 #
 # Run it from a build configured with sanitizers to check the engine under
@@ -15,6 +17,10 @@ export STARPU_FUSING_MODE
 seeds=${1:-1000}
 dag=${TEST_DAG:-tests/test_dag}
 wrapper=${STRESS_WRAPPER:-}
+kinds=${STRESS_PROGRAMS:-dag api}
+# A chunk still running after this many seconds counts as a hang
+# (coreutils' timeout).
+limit=${STRESS_TIMEOUT:-900}
 # tests/test_dag is a libtool wrapper script: a tool like valgrind must be
 # given the real program, which libtool's execute mode does.
 if [ -n "$wrapper" ] && [ -n "${LIBTOOL:-}" ]; then
@@ -35,16 +41,19 @@ while [ $((first)) -le "$seeds" ]; do
 	workers=$(( index % 4 + 1 ))
 	hold=always
 	[ $((index % 3)) = 2 ] && hold=when-busy
-	# shellcheck disable=SC2086 # the wrapper is words by design
-	output=$($wrapper "$dag" --base "$base" --hold "$hold" --workers "$workers" --seeds "$first" "$count" 2>&1)
-	status=$?
-	summary=$(printf '%s\n' "$output" | grep '^dag:' | tail -n 1)
-	echo "seeds $first..$((first + count - 1)) base $base hold $hold workers $workers: ${summary:-no summary (exit $status)}"
-	if [ "$status" != 0 ]; then
-		printf '%s\n' "$output" | grep -E '^(FAIL|    |  replay)' | head -n 40
-		failures=$((failures + 1))
-	fi
-	runs=$((runs + count))
+	for kind in $kinds; do
+		# shellcheck disable=SC2086 # the wrapper is words by design
+		output=$(timeout "$limit" $wrapper "$dag" --base "$base" --hold "$hold" --workers "$workers" --programs "$kind" --seeds "$first" "$count" 2>&1)
+		status=$?
+		summary=$(printf '%s\n' "$output" | grep "^$kind:" | tail -n 1)
+		[ "$status" = 124 ] && summary="HUNG: still running after $limit s"
+		echo "$kind seeds $first..$((first + count - 1)) base $base hold $hold workers $workers: ${summary:-no summary (exit $status)}"
+		if [ "$status" != 0 ]; then
+			printf '%s\n' "$output" | grep -E '^(FAIL|    |  replay)' | head -n 40
+			failures=$((failures + 1))
+		fi
+		runs=$((runs + count))
+	done
 	first=$((first + count))
 done
 echo "stress: $runs seeds, $failures failing chunks"

@@ -1,0 +1,421 @@
+/* Generator and oracle of the API fuzzer; see api_program.h. */
+#include "tests/dag/api_program.h"
+
+#include <algorithm>
+#include <random>
+
+namespace api {
+namespace {
+
+/* Acquisitions that write fold this plus the operation's number in. */
+constexpr int kHostIdBase = 1000000;
+
+Op op_of(OpKind kind)
+{
+	Op op;
+	op.kind = kind;
+	return op;
+}
+
+struct Generator {
+	ApiProgram program;
+	std::mt19937_64 random;
+	std::vector<std::vector<Element>> state; /* the oracle's copy of every unit */
+	std::vector<bool> partitioned;           /* per planned unit, in its agent's order */
+	std::vector<bool> read_only;             /* partitioned read-only */
+	std::vector<bool> invalid;               /* contents undefined until written */
+	int host_ids = 0;
+	bool resubmit_from_callbacks = true;
+
+	/* What one agent generates with. */
+	struct AgentState {
+		int index;
+		std::vector<int> units;        /* registered and not given back */
+		std::vector<int> kept_tasks;   /* may be named after submission */
+		std::vector<int> pending_waits;
+		std::vector<int> temporary;    /* registered mid-run, still live */
+	};
+
+	explicit Generator(std::uint64_t seed) : random(seed * 6364136223846793005ull + 1442695040888963407ull)
+	{
+		program.seed = seed;
+	}
+
+	double uniform() { return std::uniform_real_distribution<double>(0, 1)(random); }
+	int below(int n) { return static_cast<int>(random() % static_cast<std::uint64_t>(n)); }
+
+	int new_unit(bool planned)
+	{
+		const int unit = program.units++;
+		std::vector<Element> elements(program.elements);
+		for (int e = 0; e < program.elements; e++)
+			elements[e] = Element{unit * 1000 + e, 0};
+		state.push_back(elements);
+		program.planned.push_back(planned);
+		program.registered_mid_run.push_back(false);
+		partitioned.push_back(false);
+		read_only.push_back(false);
+		invalid.push_back(false);
+		return unit;
+	}
+
+	void piece_bounds(int piece, int &begin, int &end) const
+	{
+		const int per_piece = program.elements / program.pieces;
+		begin = piece < 0 ? 0 : piece * per_piece;
+		end = piece < 0 ? program.elements : begin + per_piece;
+	}
+
+	/* The oracle runs task: records the versions each access sees, then
+	 * applies its writes (as dag::Generator::run_on_oracle). */
+	void run_on_oracle(ApiTask &task)
+	{
+		std::int64_t inputs = 0;
+		for (TaskAccess &use : task.buffers) {
+			int begin, end;
+			piece_bounds(use.piece, begin, end);
+			for (int e = begin; e < end; e++) {
+				use.expected_versions.push_back(state[use.unit][e].version);
+				if (use.access != Access::write)
+					inputs = dag::add_input(inputs, state[use.unit][e]);
+			}
+		}
+		for (const TaskAccess &use : task.buffers) {
+			if (use.access == Access::read)
+				continue;
+			invalid[use.unit] = false;
+			int begin, end;
+			piece_bounds(use.piece, begin, end);
+			for (int e = begin; e < end; e++) {
+				Element &element = state[use.unit][e];
+				element.value = dag::fold(use.access == Access::write ? 0 : element.value, inputs, task.id);
+				element.version++;
+			}
+		}
+	}
+
+	/* n runs of a task adding 1 to each element of unit (chain links, a
+	 * task resubmitting itself, a prologue's task: api_run.cpp). */
+	void bump(int unit, int n)
+	{
+		for (Element &element : state[unit]) {
+			element.value += n;
+			element.version += n;
+		}
+	}
+
+	/* The host's write during an acquisition. */
+	void host_write(int unit, int host_id)
+	{
+		for (Element &element : state[unit]) {
+			element.value = dag::fold(element.value, 0, host_id);
+			element.version++;
+		}
+	}
+
+	ApiTask &new_task(AgentState &agent)
+	{
+		ApiTask task;
+		task.id = static_cast<int>(program.tasks.size());
+		task.agent = agent.index;
+		program.tasks.push_back(task);
+		return program.tasks.back();
+	}
+
+	/* An access to unit as its partition state allows. */
+	TaskAccess access_to(int unit, bool may_write)
+	{
+		Access access = Access::read;
+		if (may_write && !(partitioned[unit] && read_only[unit]))
+			access = invalid[unit] ? Access::write : (uniform() < 0.4 ? Access::read : (uniform() < 0.5 ? Access::write : Access::read_write));
+		if (invalid[unit] && access == Access::read)
+			access = Access::write; /* nothing defined to read (only whole units are invalidated) */
+		const int piece = partitioned[unit] ? below(program.pieces) : -1;
+		return TaskAccess{unit, piece, access, {}};
+	}
+
+	void submit(AgentState &agent, ApiTask &task)
+	{
+		run_on_oracle(task);
+		Op op;
+		op.kind = OpKind::task;
+		op.task = task.id;
+		program.agents[agent.index].ops.push_back(op);
+	}
+
+	/* A task on one dedicated unit, which waits for nothing: a target of
+	 * dependencies declared before its submission. */
+	int dedicated_task(AgentState &agent, bool tagged)
+	{
+		ApiTask &task = new_task(agent);
+		task.buffers.push_back(TaskAccess{new_unit(false), -1, Access::read_write, {}});
+		task.tagged = tagged;
+		return task.id;
+	}
+
+	void add_task(AgentState &agent, bool simple)
+	{
+		ApiTask *task = &new_task(agent);
+		const int nbuffers = 1 + below(std::min<int>(3, static_cast<int>(agent.units.size())));
+		std::vector<int> units = agent.units;
+		std::shuffle(units.begin(), units.end(), random);
+		for (int b = 0; b < nbuffers; b++)
+			task->buffers.push_back(access_to(units[b], true));
+		task->callback = uniform() < 0.3;
+		if (!agent.kept_tasks.empty() && uniform() < 0.1)
+			task->after_submitted.push_back(agent.kept_tasks[below(static_cast<int>(agent.kept_tasks.size()))]);
+		if (simple) {
+			submit(agent, *task);
+			return;
+		}
+		const double pick = uniform();
+		if (pick < 0.2) {
+			task->kept = true;
+			agent.kept_tasks.push_back(task->id);
+		} else if (pick < 0.3) {
+			task->waited = true;
+			agent.pending_waits.push_back(task->id);
+		}
+		int future = -1;
+		const double extra = uniform();
+		if (extra < 0.05) {
+			const int id = task->id;
+			future = dedicated_task(agent, false);
+			task = &program.tasks[id];
+			task->after_future = future;
+		} else if (extra < 0.10) {
+			const int id = task->id;
+			future = dedicated_task(agent, true);
+			task = &program.tasks[id];
+			task->tagged = true;
+			task->after_tag = future;
+		} else if (extra < 0.15) {
+			task->chain_unit = new_unit(false);
+			task->chain_links = 1 + below(5);
+			task->callback = true;
+		} else if (extra < 0.19) {
+			task->prologue_unit = new_unit(false);
+		} else if (extra < 0.23 && !task->waited && resubmit_from_callbacks) {
+			/* Resubmitted from its own callback: one access to a unit of
+			 * its own, not named by dependencies (StarPU refuses them
+			 * after a resubmission). */
+			task->buffers.assign(1, TaskAccess{new_unit(false), -1, Access::read_write, {}});
+			task->kept = true;
+			task->runs = 2 + below(3);
+			task->after_submitted.clear();
+			agent.kept_tasks.erase(std::remove(agent.kept_tasks.begin(), agent.kept_tasks.end(), task->id), agent.kept_tasks.end());
+		}
+		if (task->runs > 1) {
+			Op op;
+			op.kind = OpKind::task;
+			op.task = task->id;
+			program.agents[agent.index].ops.push_back(op);
+			bump(task->buffers[0].unit, task->runs);
+		} else {
+			submit(agent, *task);
+		}
+		if (task->chain_unit >= 0)
+			bump(task->chain_unit, task->chain_links);
+		if (task->prologue_unit >= 0)
+			bump(task->prologue_unit, 1);
+		if (future >= 0)
+			submit(agent, program.tasks[future]); /* right after: the agent may block next */
+	}
+
+	/* A whole unit of the agent that is not partitioned, or -1. */
+	int whole_unit(AgentState &agent, int except = -1)
+	{
+		std::vector<int> candidates;
+		for (int unit : agent.units)
+			if (!partitioned[unit] && unit != except)
+				candidates.push_back(unit);
+		return candidates.empty() ? -1 : candidates[below(static_cast<int>(candidates.size()))];
+	}
+
+	void add_acquisition(AgentState &agent, bool asynchronous)
+	{
+		const int unit = whole_unit(agent);
+		if (unit < 0 || invalid[unit])
+			return;
+		Op op;
+		op.kind = asynchronous ? OpKind::acquire_cb : OpKind::acquire;
+		op.unit = unit;
+		op.write = uniform() < 0.5;
+		op.expected = state[unit];
+		if (op.write) {
+			op.host_id = kHostIdBase + host_ids++;
+			host_write(unit, op.host_id);
+		}
+		program.agents[agent.index].ops.push_back(op);
+	}
+
+	void add_hold_and_acquire(AgentState &agent)
+	{
+		const int held = whole_unit(agent);
+		const int other = held < 0 ? -1 : whole_unit(agent, held);
+		if (held < 0 || other < 0 || invalid[held] || invalid[other])
+			return;
+		Op op;
+		op.kind = OpKind::hold_and_acquire;
+		op.unit = held;
+		op.other_unit = other;
+		op.write = true;
+		op.expected = state[held];
+		op.host_id = kHostIdBase + host_ids++;
+		host_write(held, op.host_id);
+		/* Tasks on the held unit run after the release; tasks on the other
+		 * unit before the acquisition of it. */
+		for (int unit : {held, other}) {
+			const int count = 1 + below(2);
+			for (int t = 0; t < count; t++) {
+				ApiTask &task = new_task(agent);
+				task.buffers.push_back(access_to(unit, true));
+				task.callback = uniform() < 0.3;
+				run_on_oracle(task);
+				op.tasks.push_back(task.id);
+			}
+		}
+		op.other_expected = state[other];
+		program.agents[agent.index].ops.push_back(op);
+	}
+
+	void add_partition_toggle(AgentState &agent)
+	{
+		std::vector<int> planned;
+		for (int unit : agent.units)
+			if (program.planned[unit])
+				planned.push_back(unit);
+		if (planned.empty())
+			return;
+		Op op;
+		op.unit = planned[below(static_cast<int>(planned.size()))];
+		if (partitioned[op.unit]) {
+			op.kind = OpKind::unpartition;
+			partitioned[op.unit] = false;
+		} else {
+			op.kind = OpKind::partition;
+			op.read_only = uniform() < 0.4;
+			partitioned[op.unit] = true;
+			read_only[op.unit] = op.read_only;
+		}
+		program.agents[agent.index].ops.push_back(op);
+	}
+
+	void add_temporary_unit(AgentState &agent)
+	{
+		Op op;
+		if (!agent.temporary.empty() && uniform() < 0.5) {
+			op.unit = agent.temporary[below(static_cast<int>(agent.temporary.size()))];
+			if (uniform() < 0.5) {
+				op.kind = OpKind::invalidate;
+				invalid[op.unit] = true;
+			} else {
+				give_back(agent, op.unit);
+				return;
+			}
+		} else {
+			op.kind = OpKind::register_unit;
+			op.unit = new_unit(false);
+			program.registered_mid_run[op.unit] = true;
+			agent.units.push_back(op.unit);
+			agent.temporary.push_back(op.unit);
+		}
+		program.agents[agent.index].ops.push_back(op);
+	}
+
+	void give_back(AgentState &agent, int unit)
+	{
+		Op op;
+		op.kind = OpKind::unregister_submit;
+		op.unit = unit;
+		program.agents[agent.index].ops.push_back(op);
+		agent.units.erase(std::remove(agent.units.begin(), agent.units.end(), unit), agent.units.end());
+		agent.temporary.erase(std::remove(agent.temporary.begin(), agent.temporary.end(), unit), agent.temporary.end());
+		/* An invalidated unit given back holds nothing defined. */
+		if (invalid[unit])
+			state[unit].clear();
+	}
+
+	void add_wait(AgentState &agent)
+	{
+		if (agent.pending_waits.empty())
+			return;
+		const int index = below(static_cast<int>(agent.pending_waits.size()));
+		Op op;
+		op.kind = OpKind::wait_task;
+		op.task = agent.pending_waits[index];
+		agent.pending_waits.erase(agent.pending_waits.begin() + index);
+		program.agents[agent.index].ops.push_back(op);
+	}
+
+	void add_pause_block(AgentState &agent)
+	{
+		program.agents[agent.index].ops.push_back(op_of(OpKind::pause));
+		const int count = 1 + below(4);
+		for (int t = 0; t < count; t++)
+			add_task(agent, true);
+		program.agents[agent.index].ops.push_back(op_of(OpKind::resume));
+	}
+
+	void generate_agent(AgentState &agent, int operations)
+	{
+		for (int u = 0; u < 2 + below(3); u++)
+			agent.units.push_back(new_unit(u == 0 || uniform() < 0.3));
+		const bool main_thread = agent.index == 0;
+		for (int i = 0; i < operations; i++) {
+			const double pick = uniform();
+			if (pick < 0.55)
+				add_task(agent, false);
+			else if (pick < 0.62)
+				add_acquisition(agent, false);
+			else if (pick < 0.68)
+				add_acquisition(agent, true);
+			else if (pick < 0.73)
+				add_hold_and_acquire(agent);
+			else if (pick < 0.80)
+				add_wait(agent);
+			else if (pick < 0.87)
+				add_partition_toggle(agent);
+			else if (pick < 0.92)
+				add_temporary_unit(agent);
+			else if (main_thread && pick < 0.95)
+				add_pause_block(agent);
+			else if (main_thread && pick < 0.975)
+				program.agents[0].ops.push_back(op_of(OpKind::wait_all));
+			else if (main_thread)
+				program.agents[0].ops.push_back(op_of(OpKind::wait_submitted));
+		}
+		/* Every agent ends with its data whole, its waits done and its
+		 * temporary units given back. */
+		for (int unit : agent.units)
+			if (partitioned[unit]) {
+				Op op;
+				op.kind = OpKind::unpartition;
+				op.unit = unit;
+				program.agents[agent.index].ops.push_back(op);
+				partitioned[unit] = false;
+			}
+		while (!agent.pending_waits.empty())
+			add_wait(agent);
+		while (!agent.temporary.empty())
+			give_back(agent, agent.temporary.back());
+	}
+};
+
+} // namespace
+
+ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks)
+{
+	Generator generator(seed);
+	generator.resubmit_from_callbacks = resubmit_from_callbacks;
+	const int nagents = 1 + static_cast<int>(seed % 3);
+	generator.program.agents.resize(nagents);
+	for (int a = 0; a < nagents; a++) {
+		Generator::AgentState agent{a, {}, {}, {}, {}};
+		generator.generate_agent(agent, 20 + generator.below(40));
+	}
+	generator.program.expected_final = generator.state;
+	return generator.program;
+}
+
+} // namespace api
