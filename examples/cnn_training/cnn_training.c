@@ -164,22 +164,23 @@ static double softmax_loss(const float *logits, int label, float *dlogits, int *
 #define VEC(b) ((float *)STARPU_VECTOR_GET_PTR(b))
 
 /* Named as DAHL names a one-channel correlation of matrices (its
- * matrix_cross_correlation codelet): at granularity fine, one task per
- * (sample, filter) on an image, a filter and an output matrix, the shape
- * starpu-fusing's kernel pack knows under that name, and runs as one
- * im2col and one matrix product per image (README, Kernel packs). */
+ * matrix_cross_correlation codelet), and like DAHL's it takes no argument,
+ * only its buffers: at granularity fine, one task per (sample, filter) on
+ * an image, a filter and an output matrix, the shape starpu-fusing's kernel
+ * pack knows under that name, and runs as one im2col and one matrix product
+ * per image (README, Kernel packs). */
 static void matrix_cross_correlation_cpu(void *buffers[], void *cl_arg)
 {
+	(void)cl_arg;
 	note_run();
-	struct shape s;
-	starpu_codelet_unpack_args(cl_arg, &s);
 	/* input (img x img), filters (k x k each, STARPU_MATRIX_GET_NY/k of
 	 * them), output (out x out each): one filter per task at granularity
 	 * fine, all of them per sample. */
-	unsigned maps = STARPU_MATRIX_GET_NY(buffers[1]) / s.kernel;
+	unsigned kernel = STARPU_MATRIX_GET_NX(buffers[1]), out = STARPU_MATRIX_GET_NX(buffers[2]);
+	unsigned maps = STARPU_MATRIX_GET_NY(buffers[1]) / kernel;
 	for (unsigned f = 0; f < maps; f++)
-		cross_correlate(MAT(buffers[0]), LD(buffers[0]), MAT(buffers[1]) + f * s.kernel * LD(buffers[1]), LD(buffers[1]),
-				s.kernel, MAT(buffers[2]) + f * s.out * LD(buffers[2]), LD(buffers[2]), s.out);
+		cross_correlate(MAT(buffers[0]), LD(buffers[0]), MAT(buffers[1]) + f * kernel * LD(buffers[1]), LD(buffers[1]),
+				kernel, MAT(buffers[2]) + f * out * LD(buffers[2]), LD(buffers[2]), out);
 }
 
 /* Adds the gradients of the filters from first_filter on, one per output
@@ -541,13 +542,12 @@ static void train_batch(const struct shape *s, struct parameters *p, float *imag
 		starpu_data_partition_readonly_submit(p->filters, f, p->filter_rows);
 	for (unsigned n = 0; n < b; n++) {
 		if (s->per_sample) {
-			SUBMIT(&matrix_cross_correlation_cl, STARPU_VALUE, s, shape_size, STARPU_R, input[n], STARPU_R, p->filters, STARPU_W, conv_s[n]);
+			SUBMIT(&matrix_cross_correlation_cl, STARPU_R, input[n], STARPU_R, p->filters, STARPU_W, conv_s[n]);
 			continue;
 		}
 		starpu_data_partition_submit(conv_s[n], f, conv_cells[n]);
 		for (unsigned k = 0; k < f; k++)
-			SUBMIT(&matrix_cross_correlation_cl, STARPU_VALUE, s, shape_size, STARPU_R, input[n], STARPU_R, p->filter_rows[k],
-			       STARPU_W, conv_cells[n][k]);
+			SUBMIT(&matrix_cross_correlation_cl, STARPU_R, input[n], STARPU_R, p->filter_rows[k], STARPU_W, conv_cells[n][k]);
 		starpu_data_unpartition_submit(conv_s[n], f, conv_cells[n], STARPU_MAIN_RAM);
 	}
 	if (!s->per_sample)
