@@ -29,9 +29,17 @@ struct Generator {
 
 	/* What one agent generates with. */
 	struct AgentState {
-		int index;
+		int index = 0;
 		std::vector<int> units;        /* registered and not given back */
-		std::vector<int> kept_tasks;   /* may be named after submission */
+		/* Kept tasks that may be named after their submission: StarPU
+		 * 1.4 aborts when a dependency is declared on a task terminating
+		 * at that moment (_starpu_notify_cg, cg.c:237, without fusing
+		 * too), so only those known not to be running: submitted while
+		 * StarPU is paused (until the resume), or before a wait for
+		 * everything (for good). */
+		std::vector<int> nameable;
+		std::vector<int> kept_since_wait; /* may still be running */
+		bool paused = false;
 		std::vector<int> pending_waits;
 		std::vector<int> temporary;    /* registered mid-run, still live */
 	};
@@ -162,17 +170,18 @@ struct Generator {
 		for (int b = 0; b < nbuffers; b++)
 			task->buffers.push_back(access_to(units[b], true));
 		task->callback = uniform() < 0.3;
-		if (!agent.kept_tasks.empty() && uniform() < 0.1)
-			task->after_submitted.push_back(agent.kept_tasks[below(static_cast<int>(agent.kept_tasks.size()))]);
+		if (!agent.nameable.empty() && uniform() < (agent.paused ? 0.5 : 0.1))
+			task->after_submitted.push_back(agent.nameable[below(static_cast<int>(agent.nameable.size()))]);
+		const double pick = uniform();
+		if (pick < 0.2) {
+			task->kept = true;
+			(agent.paused ? agent.nameable : agent.kept_since_wait).push_back(task->id);
+		}
 		if (simple) {
 			submit(agent, *task);
 			return;
 		}
-		const double pick = uniform();
-		if (pick < 0.2) {
-			task->kept = true;
-			agent.kept_tasks.push_back(task->id);
-		} else if (pick < 0.3) {
+		if (!task->kept && pick < 0.3) {
 			task->waited = true;
 			agent.pending_waits.push_back(task->id);
 		}
@@ -203,7 +212,8 @@ struct Generator {
 			task->kept = true;
 			task->runs = 2 + below(3);
 			task->after_submitted.clear();
-			agent.kept_tasks.erase(std::remove(agent.kept_tasks.begin(), agent.kept_tasks.end(), task->id), agent.kept_tasks.end());
+			agent.kept_since_wait.erase(std::remove(agent.kept_since_wait.begin(), agent.kept_since_wait.end(), task->id),
+						    agent.kept_since_wait.end());
 		}
 		if (task->runs > 1) {
 			Op op;
@@ -351,10 +361,26 @@ struct Generator {
 	void add_pause_block(AgentState &agent)
 	{
 		program.agents[agent.index].ops.push_back(op_of(OpKind::pause));
+		agent.paused = true;
+		const std::size_t nameable_before = agent.nameable.size();
 		const int count = 1 + below(4);
 		for (int t = 0; t < count; t++)
 			add_task(agent, true);
 		program.agents[agent.index].ops.push_back(op_of(OpKind::resume));
+		agent.paused = false;
+		/* Named only while paused: they may run from now on. */
+		agent.kept_since_wait.insert(agent.kept_since_wait.end(), agent.nameable.begin() + static_cast<std::ptrdiff_t>(nameable_before),
+					     agent.nameable.end());
+		agent.nameable.resize(nameable_before);
+	}
+
+	void add_wait_for_everything(AgentState &agent, OpKind kind)
+	{
+		program.agents[agent.index].ops.push_back(op_of(kind));
+		/* Every task of the agent has ended (only the main thread waits
+		 * so, and the other agents' tasks are theirs). */
+		agent.nameable.insert(agent.nameable.end(), agent.kept_since_wait.begin(), agent.kept_since_wait.end());
+		agent.kept_since_wait.clear();
 	}
 
 	void generate_agent(AgentState &agent, int operations)
@@ -381,9 +407,9 @@ struct Generator {
 			else if (main_thread && pick < 0.95)
 				add_pause_block(agent);
 			else if (main_thread && pick < 0.975)
-				program.agents[0].ops.push_back(op_of(OpKind::wait_all));
+				add_wait_for_everything(agent, OpKind::wait_all);
 			else if (main_thread)
-				program.agents[0].ops.push_back(op_of(OpKind::wait_submitted));
+				add_wait_for_everything(agent, OpKind::wait_submitted);
 		}
 		/* Every agent ends with its data whole, its waits done and its
 		 * temporary units given back. */
@@ -411,7 +437,8 @@ ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks
 	const int nagents = 1 + static_cast<int>(seed % 3);
 	generator.program.agents.resize(nagents);
 	for (int a = 0; a < nagents; a++) {
-		Generator::AgentState agent{a, {}, {}, {}, {}};
+		Generator::AgentState agent;
+		agent.index = a;
 		generator.generate_agent(agent, 20 + generator.below(40));
 	}
 	generator.program.expected_final = generator.state;
