@@ -89,11 +89,14 @@ struct Changes {
 
 	void saw(double before, double own, double kernel)
 	{
-		if (!std::isfinite(own) || !std::isfinite(kernel) || !std::isfinite(before)) {
+		if (!std::isfinite(own) || !std::isfinite(kernel)) {
 			all_finite = false;
 			return;
 		}
-		const double change = own - before;
+		/* A buffer only written may hold anything before, NaN bit
+		 * patterns included (uninitialised memory from DAHL's arena):
+		 * replacing one is a change by the new value. */
+		const double change = std::isfinite(before) ? own - before : own;
 		if (change == 0.0)
 			return;
 		if (changed++ == 0)
