@@ -41,6 +41,12 @@ bool KernelBinding::verified(const std::vector<Shape> &shapes)
 	return std::all_of(shapes.begin(), shapes.end(), [this](const Shape &shape) { return verified_shapes_.count(shape) != 0; });
 }
 
+bool KernelBinding::attempt_verification()
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return unverified_batches_++ >= next_attempt_;
+}
+
 void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<unsigned> &indices, const std::vector<Shape> &shapes,
 			   const std::function<void(unsigned)> &run_own)
 {
@@ -52,10 +58,16 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 	const Comparison comparison = copies.compare();
 	std::lock_guard<std::mutex> lock(mutex_);
 	if (comparison.within_bound) {
-		if (comparison.informative)
+		if (comparison.informative) {
 			verified_shapes_.insert(shapes.begin(), shapes.end());
-		else
+			uninformative_streak_ = 0;
+			next_attempt_ = unverified_batches_;
+		} else {
 			uninformative_batches_.fetch_add(1, std::memory_order_relaxed);
+			const std::uint64_t gap = std::min<std::uint64_t>(std::uint64_t(1) << std::min(uninformative_streak_, 20u), kLongestVerificationGap);
+			uninformative_streak_++;
+			next_attempt_ = unverified_batches_ + gap;
+		}
 		return;
 	}
 	if (dropped_.exchange(true, std::memory_order_acq_rel))
@@ -91,7 +103,13 @@ KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], void *task_
 	if (indices.empty())
 		return ran;
 	if (!verified(shapes)) {
-		verify(tasks, indices, shapes, run_own);
+		if (attempt_verification()) {
+			verify(tasks, indices, shapes, run_own);
+		} else {
+			own_while_unverified_.fetch_add(1, std::memory_order_relaxed);
+			for (unsigned t : indices)
+				run_own(t);
+		}
 		return ran;
 	}
 	if (trusted_batches_.fetch_add(1, std::memory_order_relaxed) % kRecheckPeriod == kRecheckPeriod - 1) {
@@ -116,6 +134,9 @@ void KernelBinding::print(FILE *stream) const
 		     entry_.name, codelet_name_.c_str(), (unsigned long long)kernel_batches_.load(),
 		     (unsigned long long)kernel_tasks_.load(), (unsigned long long)verification_batches_.load(),
 		     (unsigned long long)rechecks_.load(), (unsigned long long)uninformative_batches_.load(), verified_shapes_.size());
+	if (own_while_unverified_.load() != 0)
+		std::fprintf(stream, "; %llu batches of unverified shapes ran the codelet's own function, waiting for results that can tell",
+			     (unsigned long long)own_while_unverified_.load());
 	if (tasks_not_accepted_.load() != 0)
 		std::fprintf(stream, "; %llu tasks of shapes it does not take", (unsigned long long)tasks_not_accepted_.load());
 	if (dropped())

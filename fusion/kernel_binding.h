@@ -15,8 +15,11 @@
  *    the codelet's own function, and the kernel beside it on copies
  *    (kernel_verification.h).  A batch whose results cannot tell two
  *    computations apart (a NaN or infinity, or fewer than two elements
- *    changed by different amounts: all-zero inputs, say) verifies nothing;
- *    one within the bound verifies its shapes; on a mismatch the binding
+ *    changed by different amounts: all-zero inputs, say) verifies nothing,
+ *    and the next 1, 2, 4... up to kLongestVerificationGap batches of
+ *    unverified shapes run the codelet's own function only (DAHL's built-in
+ *    dataset is all zeros: every convolution batch would otherwise run both
+ *    ways); one within the bound verifies its shapes; on a mismatch the binding
  *    is dropped for the rest of the run, with one line naming the codelet
  *    and the largest difference, and that batch keeps the codelet's
  *    results;
@@ -74,6 +77,10 @@ public:
 	 * batch of DAHL's basic_cnn runs 8-16 tasks, about 60 batches of each
 	 * bound codelet per epoch at 28x28. */
 	static constexpr std::uint64_t kRecheckPeriod = 32;
+	/* After batches that could not tell, at most this many batches of
+	 * unverified shapes run the codelet's own function before the next
+	 * attempt. */
+	static constexpr std::uint64_t kLongestVerificationGap = 64;
 
 	/* Runs a batch's tasks, buffers and cl_arg as the codelet's function
 	 * gets them; run_own(t) runs task t with the codelet's own function.
@@ -88,6 +95,9 @@ private:
 	static Shape shape_of(void **buffers, std::size_t nbuffers);
 	/* Whether every one of shapes was verified; mutex_. */
 	bool verified(const std::vector<Shape> &shapes);
+	/* For a batch of unverified shapes: whether to run it both ways now
+	 * (else it runs the codelet's own function); mutex_. */
+	bool attempt_verification();
 	/* The codelet's function on the real buffers, the kernel on copies;
 	 * then trust the shapes (when the batch could tell), or drop the
 	 * binding. */
@@ -101,11 +111,14 @@ private:
 	mutable std::mutex mutex_;
 	std::set<Shape> verified_shapes_; /* mutex_ */
 	std::string drop_reason_;         /* mutex_ */
+	std::uint64_t unverified_batches_ = 0; /* mutex_: batches of unverified shapes seen */
+	std::uint64_t next_attempt_ = 0;       /* mutex_: the unverified batch to run both ways next */
+	unsigned uninformative_streak_ = 0;    /* mutex_: verifications in a row that could not tell */
 	/* Batches of verified shapes (run in the kernel or re-checked): the
 	 * re-check period's count. */
 	std::atomic<std::uint64_t> trusted_batches_{0};
 	std::atomic<std::uint64_t> kernel_batches_{0}, kernel_tasks_{0}, verification_batches_{0}, uninformative_batches_{0},
-		rechecks_{0}, tasks_not_accepted_{0};
+		rechecks_{0}, tasks_not_accepted_{0}, own_while_unverified_{0};
 };
 
 class KernelBindings {
