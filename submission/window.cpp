@@ -405,16 +405,24 @@ struct starpu_task *SubmissionWindow::task_for_dependency(struct starpu_task *ta
 	return place.merged ? place.merged : task;
 }
 
+/* Both take mutex_ even when nothing is deferred (unlike flush()): a
+ * submission that read the hold or the count of waiting threads before
+ * they changed may be about to place its task, and must be done with it
+ * before the call goes on (a chain's next link, deferred just as the
+ * program's wait began, was missed by the wait, and its callback ran after
+ * the program had freed what it read). */
 void SubmissionWindow::begin_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
 {
 	held_.acquired(handle, mode);
-	flush();
+	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	flush_locked();
 }
 
 void SubmissionWindow::begin_wait()
 {
 	waiting_threads_.fetch_add(1, std::memory_order_relaxed);
-	flush();
+	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	flush_locked();
 }
 
 void SubmissionWindow::end_wait()
