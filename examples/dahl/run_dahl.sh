@@ -5,10 +5,14 @@
 # run.  DAHL (github PhoqueEberlue/dahl) is not part of this project: build
 # it against StarPU 1.4 and this project against the same StarPU.
 #
-#   run_dahl.sh [-runs N] [-epochs E] [-workers W] -out DIR BASIC_CNN
+#   run_dahl.sh [-runs N] [-epochs E] [-workers W] [-data DIR] -out DIR BASIC_CNN
 #
 # Each run trains E epochs (default 4) of DAHL's built-in synthetic dataset
-# at DAHL_IMG x DAHL_IMG (default 28); an epoch's time is the time between
+# at DAHL_IMG x DAHL_IMG (default 28), whose images are all zeros
+# (dataset_load_factice), or, with -data, of the fashion-mnist files in DIR
+# (train-images-idx3-ubyte, train-labels-idx1-ubyte: 28x28, real ones or
+# synthetic ones in the same format, which unlike zeros let the kernel
+# pack's verification tell computations apart); an epoch's time is the time between
 # the lines DAHL prints at the end of two epochs (epoch 0, which includes
 # StarPU's start, is left out).  A run's time is the mean of its epochs 1 to
 # E-1; the table gives the median over runs (min-max), every configuration
@@ -21,20 +25,25 @@ set -eu
 runs=3
 epochs=4
 out=.
+data=
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-runs) runs=$2; shift 2 ;;
 	-epochs) epochs=$2; shift 2 ;;
 	-workers) export STARPU_NCPU="$2"; shift 2 ;;
 	-out) out=$2; shift 2 ;;
+	-data) data=$(cd "$2" && pwd); shift 2 ;;
 	*) break ;;
 	esac
 done
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-	echo "usage: $0 [-runs N] [-epochs E] [-workers W] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
+	echo "usage: $0 [-runs N] [-epochs E] [-workers W] [-data DIR] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
 	exit 2
 fi
 program=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+# DAHL's arguments: none (the built-in dataset) or the two fashion-mnist files.
+images= labels=
+[ -n "$data" ] && images=$data/train-images-idx3-ubyte labels=$data/train-labels-idx1-ubyte
 launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
 export DAHL_IMG="${DAHL_IMG:-28}" DAHL_EPOCHS="$epochs"
 mkdir -p "$out"
@@ -60,8 +69,8 @@ run_once() { # HOW ARG1 ARG2
 	(
 		cd "$out"
 		case "$1" in
-		builtin) STARPU_SCHED=$2 stdbuf -oL "$program" ;;
-		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 stdbuf -oL "$launcher" "$program" ;;
+		builtin) STARPU_SCHED=$2 stdbuf -oL "$program" ${images:+"$images" "$labels"} ;;
+		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 stdbuf -oL "$launcher" "$program" ${images:+"$images" "$labels"} ;;
 		esac
 	) 2>/dev/null | while IFS= read -r line; do
 		now=$(date +%s.%N)
@@ -87,7 +96,7 @@ done
 rm -f "$out/run.tmp"
 
 # One more fusing run for its statistics.
-(cd "$out" && STARPU_FUSING_STATS=1 "$launcher" "$program" > /dev/null 2> "$out/dahl_stats.txt")
+(cd "$out" && STARPU_FUSING_STATS=1 "$launcher" "$program" ${images:+"$images" "$labels"} > /dev/null 2> "$out/dahl_stats.txt")
 
 awk -F, -v epochs="$epochs" '
 NR > 1 {
