@@ -35,6 +35,15 @@ status=$?
 grep -q "was not found" "$err" && fail "policy-not-found warning under the launcher"
 grep -q "^\[starpu-fusing\] increment " "$err" || fail "the fusing policy did not run (no statistics line for increment)"
 
+# The launcher of a build tree finds the library built beside it, without
+# STARPU_FUSING_LIBRARY; a library that is not there is one clear line.
+(unset STARPU_FUSING_LIBRARY; STARPU_FUSING_STATS=1 "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err")
+[ "$?" = 0 ] || fail "the launcher without STARPU_FUSING_LIBRARY did not run the program"
+grep -q "^\[starpu-fusing\] increment " "$err" || fail "the launcher without STARPU_FUSING_LIBRARY did not load the library of its tree"
+STARPU_FUSING_LIBRARY=/nonexistent/libstarpu-fusing.so "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+[ "$?" = 2 ] && [ "$(wc -l < "$err")" = 1 ] && grep -q "library not found: /nonexistent/libstarpu-fusing.so" "$err" ||
+	fail "a missing STARPU_FUSING_LIBRARY is not one clear line (exit status 2)"
+
 # The policy list includes fusing.
 STARPU_SCHED=help "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
 grep -q "^fusing " "$err" || fail "STARPU_SCHED=help does not list fusing"
