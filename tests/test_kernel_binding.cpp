@@ -363,17 +363,8 @@ void scaled_product_cpu(void *buffers[], void *cl_arg)
 			out[y] += scale * matrix[y * ld + x] * vector[x];
 }
 
-struct starpu_codelet scaled_product = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = scaled_product_cpu;
-	cl.nbuffers = 3;
-	cl.modes[0] = STARPU_R;
-	cl.modes[1] = STARPU_R;
-	cl.modes[2] = STARPU_W;
-	cl.name = "matrix_vector_product";
-	return cl;
-}();
+/* R, R, W, as DAHL declares its products. */
+struct starpu_codelet scaled_product = codelet_like_dahls(scaled_product_cpu, nullptr, "matrix_vector_product");
 
 enum class Vectors { random, zero, nan };
 
