@@ -1,7 +1,7 @@
 /* The kernel pack: batched kernels described by what they compute and by
  * the codelets they can stand in for, so that a program's own codelets get
  * a batched implementation without the program asking
- * (fusion/kernel_binding.h binds them, and verifies each before trusting
+ * (kernels/kernel_binding.h binds them, and verifies each before trusting
  * it; doc/design.md, section 13).
  *
  * An entry may stand in for a codelet when one of the codelet's names (its

@@ -15,7 +15,7 @@
 #include "sched/fusing_policy.h"
 
 #include "build_config.h" /* which policy fields this StarPU has */
-#include "fusion/engine.h"
+#include "sched/engine.h"
 
 #include <atomic>
 #include <cstdio>

@@ -4,7 +4,7 @@
  * exported functions itself: starpu_code.h), then hand back StarPU's
  * definition of the function.  Runs in whatever thread called the StarPU
  * function, before StarPU's code. */
-#include "submission/starpu_functions.h"
+#include "core/starpu_functions.h"
 #include "submission/window.h"
 
 #include <atomic>

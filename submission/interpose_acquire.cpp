@@ -13,7 +13,7 @@
  * thread: the program's, a callback's (an acquisition's callback releases),
  * or StarPU-MPI's. */
 #include "submission/starpu_code.h"
-#include "submission/starpu_functions.h"
+#include "core/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
 

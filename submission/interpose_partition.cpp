@@ -7,7 +7,7 @@
  * root and every child so that tasks touching them are never deferred.  The
  * partitioning thread. */
 #include "build_config.h"
-#include "submission/starpu_functions.h"
+#include "core/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
 

@@ -11,7 +11,7 @@
  * are not.  Setting the methods is a barrier, as before: deferred tasks on
  * the handle go to StarPU first.  The thread setting the methods. */
 #include "build_config.h"
-#include "submission/starpu_functions.h"
+#include "core/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
 

@@ -16,8 +16,8 @@
  *
  * Also here: starpu_task_destroy, starpu_task_clean and starpu_task_init,
  * after which a task's address may name another task. */
-#include "fusion/current_member.h"
-#include "submission/starpu_functions.h"
+#include "core/current_member.h"
+#include "core/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
 

@@ -14,7 +14,7 @@
  * StarPU's own calls of these functions (starpu_shutdown calling
  * starpu_task_wait_for_no_ready) pass (starpu_code.h).  The waiting thread. */
 #include "submission/starpu_code.h"
-#include "submission/starpu_functions.h"
+#include "core/starpu_functions.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
 

@@ -1,15 +1,15 @@
 /* Groups' merged tasks; see merged_group.h. */
 #include "submission/merged_group.h"
 
-#include "fusion/batch_trace.h"
-#include "fusion/batched_registry.h"
-#include "fusion/buffer_merge.h"
-#include "fusion/codelet_name.h"
-#include "fusion/codelet_observations.h"
-#include "fusion/current_member.h"
-#include "fusion/member_run.h"
-#include "fusion/merged_task_buffers.h"
-#include "fusion/stats.h"
+#include "core/batch_trace.h"
+#include "core/batched_registry.h"
+#include "core/buffer_merge.h"
+#include "core/codelet_name.h"
+#include "core/codelet_observations.h"
+#include "core/current_member.h"
+#include "core/member_run.h"
+#include "core/merged_task_buffers.h"
+#include "core/stats.h"
 #include "submission/named_members.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 /* The StarPU task that runs one group of deferred tasks (doc/design.md,
  * section 12).
  *
- * Unlike a ready-time batch (fusion/merged_task.h), a group's members were
+ * Unlike a ready-time batch (ready/merged_task.h), a group's members were
  * never given to StarPU: the merged task is submitted with sequential
  * consistency on, and StarPU derives its dependencies from its handles
  * (each once, modes OR-ed) exactly as it would have for the members, in

@@ -1,7 +1,7 @@
 /* Deferred tasks a program may name; see named_members.h. */
 #include "submission/named_members.h"
 
-#include "submission/starpu_functions.h"
+#include "core/starpu_functions.h"
 
 namespace fusing {
 namespace {

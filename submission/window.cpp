@@ -2,9 +2,8 @@
 #include "submission/window.h"
 
 #include "build_config.h"
-#include "fusion/current_member.h"
-#include "fusion/eligibility.h"
-#include "fusion/merged_task.h"
+#include "core/current_member.h"
+#include "core/eligibility.h"
 #include "submission/starpu_code.h"
 
 #include <chrono>
@@ -94,7 +93,7 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	 * (named_members.h). */
 	if (task->starpu_private || task->use_tag || !task->detach)
 		return false;
-	if (is_merged_task(task) || is_group_task(task))
+	if (is_group_task(task))
 		return false;
 	if (!task->cl || !selected_(task) || check_fusable(task) != UnfusedReason::none)
 		return false;

@@ -2,7 +2,7 @@
  *
  * The program's starpu_task_submit (interpose_task_submit.cpp) hands every
  * task to submit().  A deferrable task is placed in a group by the order
- * rule (fusion/window_order.h) instead of going to StarPU; any other task
+ * rule (submission/window_order.h) instead of going to StarPU; any other task
  * first flushes the window, so it reaches StarPU after everything submitted
  * before it.  Groups go to StarPU in the order they were opened, each as
  * one merged task (merged_group.h): when a group fills up (together with
@@ -21,8 +21,8 @@
 #ifndef STARPU_FUSING_SUBMISSION_WINDOW_H
 #define STARPU_FUSING_SUBMISSION_WINDOW_H
 
-#include "fusion/admission.h"
-#include "fusion/window_order.h"
+#include "core/admission.h"
+#include "submission/window_order.h"
 #include "submission/held_data.h"
 #include "submission/named_members.h"
 #include "submission/merged_group.h"
@@ -51,11 +51,12 @@ public:
 		double target_us;              /* STARPU_FUSING_TARGET */
 		double max_delay_us;           /* STARPU_FUSING_MAX_DELAY */
 		double max_generic_task_us;    /* STARPU_FUSING_MAX_TASK */
-		std::uint64_t close_at_bytes;  /* the memory cap (fusion/engine.h); 0: none */
+		std::uint64_t close_at_bytes;  /* the memory cap (sched/engine.h); 0: none */
 		std::uint64_t working_set_bytes; /* STARPU_FUSING_CACHE_CAP; 0: none */
 		bool always_defer;             /* STARPU_FUSING_HOLD=always: even while a worker waits */
 	};
-	/* Whether STARPU_FUSING_ONLY/EXCLUDE let this task be fused; predicted
+	/* Whether the task may be fused at all (STARPU_FUSING_ONLY/EXCLUDE,
+	 * and not a ready-time batch's merged task); predicted
 	 * duration of one task in µs, NaN when unknown; whether its codelet
 	 * has a batched implementation (registered, or bound from the kernel
 	 * pack); counts a task the window defers in the statistics (StarPU's

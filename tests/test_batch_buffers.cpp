@@ -1,6 +1,6 @@
 /* Ensures batches close exactly on the documented triggers: full, expired,
  * or flushed on demand, and that no member is lost or duplicated. */
-#include "fusion/batch_buffers.h"
+#include "ready/batch_buffers.h"
 #include "tests/cmocka.hpp"
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 /* Ensures the proxy's buffer list names each handle once, with the OR of its
  * modes, and maps every member use back to the right position. */
-#include "fusion/buffer_merge.h"
+#include "core/buffer_merge.h"
 #include "tests/cmocka.hpp"
 
 using fusing::merge_buffers;

@@ -1,8 +1,8 @@
 /* Ensures a codelet is known by its name, else its performance model's
  * symbol (DAHL's codelets have only that), else its CPU function's symbol
- * when the dynamic linker knows it, else "unnamed" (fusion/codelet_name.h),
+ * when the dynamic linker knows it, else "unnamed" (core/codelet_name.h),
  * and that CodeletNames keeps a name once given. */
-#include "fusion/codelet_name.h"
+#include "core/codelet_name.h"
 #include "tests/cmocka.hpp"
 
 #include <starpu.h>

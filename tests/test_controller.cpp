@@ -1,8 +1,8 @@
 /* Ensures the granularity controller follows the rule documented in
- * fusion/controller.h and the README, as a pure function of predictions,
+ * ready/controller.h and the README, as a pure function of predictions,
  * target, worker state and batch contents. */
-#include "fusion/codelet_observations.h"
-#include "fusion/controller.h"
+#include "core/codelet_observations.h"
+#include "ready/controller.h"
 #include "tests/cmocka.hpp"
 
 #include <numeric>

@@ -409,7 +409,7 @@ void fusion_callbacks_run_once_after_the_body(void **)
 }
 
 /* What StarPU's per-task profiling shows a member's callback: when and
- * where the member itself ran (fusion/member_run.h). */
+ * where the member itself ran (core/member_run.h). */
 struct ProfiledRun {
 	struct starpu_task *task = nullptr; /* alive until its callback returned */
 	std::atomic<int> seen{0};

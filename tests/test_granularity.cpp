@@ -1,4 +1,4 @@
-/* StarPU-level tests of the granularity controller (fusion/controller.h):
+/* StarPU-level tests of the granularity controller (ready/controller.h):
  * batches sized from predictions toward STARPU_FUSING_TARGET (1 ms here),
  * tasks at or above the target left alone, the online estimate for codelets
  * without a model, few long tasks never serialised into one batch, and the

@@ -2,11 +2,11 @@
  * it stands in for compute: DAHL's own loops (github PhoqueEberlue/dahl,
  * src/tasks/cpu/{ml,matrix,vector}.c, transcribed below), on random data
  * of several shapes, strides and batch compositions, in float and double,
- * within the bound the verification uses (fusion/kernel_verification.h);
+ * within the bound the verification uses (kernels/kernel_verification.h);
  * that entries refuse tasks whose shapes they cannot run; and that the
  * verification's copies catch a kernel computing something else, also when
  * a task reads the buffer it writes. */
-#include "fusion/kernel_verification.h"
+#include "kernels/kernel_verification.h"
 #include "kernels/pack.h"
 #include "kernels/views.h"
 #include "tests/cmocka.hpp"

@@ -1,4 +1,4 @@
-/* Batches fit in limited memory (the memory cap, fusion/engine.h).
+/* Batches fit in limited memory (the memory cap, sched/engine.h).
  *
  * StarPU may keep less data in RAM than a program registers: with
  * STARPU_LIMIT_CPU_MEM and a disk memory node it evicts data out of core.

@@ -1,9 +1,9 @@
-/* Ensures the topology reading (fusion/topology.h) and the NUMA grouping of
- * members (fusion/numa_node.h) work on machines this one is not: hwloc
+/* Ensures the topology reading (core/topology.h) and the NUMA grouping of
+ * members (core/numa_node.h) work on machines this one is not: hwloc
  * synthetic topologies with two NUMA nodes stand in for them, and a page
  * lookup is injected in place of the kernel's. */
-#include "fusion/numa_node.h"
-#include "fusion/topology.h"
+#include "core/numa_node.h"
+#include "core/topology.h"
 #include "tests/cmocka.hpp"
 
 #include <starpu.h>

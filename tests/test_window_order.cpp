@@ -1,10 +1,10 @@
-/* Ensures the order rule of submission-time fusion (fusion/window_order.h)
+/* Ensures the order rule of submission-time fusion (submission/window_order.h)
  * keeps every conflicting pair of tasks in submission order: crafted
  * sequences (W/R/RW across groups, shared reads, one handle twice in a
  * task), and random sequences grouped every allowed way, executed group by
  * group and compared with one-by-one execution by an oracle that is first
  * shown to catch a placement the rule forbids. */
-#include "fusion/window_order.h"
+#include "submission/window_order.h"
 #include "tests/cmocka.hpp"
 
 #include <cstdint>

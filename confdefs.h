@@ -1,0 +1,26 @@
+/* confdefs.h */
+#define PACKAGE_NAME "starpu-fusing"
+#define PACKAGE_TARNAME "starpu-fusing"
+#define PACKAGE_VERSION "0.1.0"
+#define PACKAGE_STRING "starpu-fusing 0.1.0"
+#define PACKAGE_BUGREPORT ""
+#define PACKAGE_URL ""
+#define PACKAGE "starpu-fusing"
+#define VERSION "0.1.0"
+#define HAVE_STDIO_H 1
+#define HAVE_STDLIB_H 1
+#define HAVE_STRING_H 1
+#define HAVE_INTTYPES_H 1
+#define HAVE_STDINT_H 1
+#define HAVE_STRINGS_H 1
+#define HAVE_SYS_STAT_H 1
+#define HAVE_SYS_TYPES_H 1
+#define HAVE_UNISTD_H 1
+#define STDC_HEADERS 1
+#define HAVE_DLFCN_H 1
+#define LT_OBJDIR ".libs/"
+#define FUSING_STARPU_LINE "1.3"
+#define HAVE_STRUCT_STARPU_SCHED_POLICY_POP_EVERY_TASK 1
+#define HAVE_DECL_STARPU_DATA_MAP_FILTERS_ARRAY 0
+#define HAVE_DECL_STARPU_DATA_SET_REDUCTION_METHODS_WITH_ARGS 0
+#define HAVE_DECL_STARPU_PER_WORKER 0

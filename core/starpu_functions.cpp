@@ -1,0 +1,37 @@
+/* StarPU's own definitions; see starpu_functions.h. */
+#include "core/starpu_functions.h"
+
+#include <dlfcn.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+extern "C" int starpu_task_submit(struct starpu_task *task);
+
+namespace fusing {
+
+void *starpu_own_function(const char *name)
+{
+	void *function = dlsym(RTLD_NEXT, name);
+	if (!function) {
+		std::fprintf(stderr, "starpu-fusing: cannot find StarPU's %s: %s\n", name, dlerror());
+		std::abort();
+	}
+	return function;
+}
+
+int starpu_own_task_submit(struct starpu_task *task)
+{
+	static StarpuFunction<int (*)(struct starpu_task *)> submit("starpu_task_submit");
+	return submit.get()(task);
+}
+
+bool submissions_reach_this_library()
+{
+	Dl_info global{}, ours{};
+	void *global_submit = dlsym(RTLD_DEFAULT, "starpu_task_submit");
+	return global_submit && dladdr(global_submit, &global) &&
+	       dladdr(reinterpret_cast<void *>(&starpu_own_function), &ours) && global.dli_fbase == ours.dli_fbase;
+}
+
+} // namespace fusing

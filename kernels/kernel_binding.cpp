@@ -1,0 +1,231 @@
+/* Kernel pack bindings; see kernel_binding.h. */
+#include "kernels/kernel_binding.h"
+
+#include "core/codelet_name.h"
+#include "kernels/kernel_verification.h"
+#include "kernels/views.h"
+
+#include <algorithm>
+
+namespace fusing {
+
+KernelBinding::KernelBinding(const kernels::PackEntry &entry, std::string codelet_name, std::vector<enum starpu_data_access_mode> modes)
+	: entry_(entry), codelet_name_(std::move(codelet_name)), modes_(std::move(modes))
+{
+}
+
+KernelBinding::Shape KernelBinding::shape_of(void **buffers, std::size_t nbuffers)
+{
+	Shape shape;
+	for (std::size_t b = 0; b < nbuffers; b++) {
+		void *buffer = buffers[b];
+		shape.push_back(kernels::interface_id_of(buffer));
+		shape.push_back(kernels::element_size_of(buffer));
+		switch (kernels::interface_bit_of(buffer)) {
+		case kernels::kVectorInterface: shape.push_back(kernels::vector_of<char>(buffer).n); break;
+		case kernels::kMatrixInterface:
+		case kernels::kBlockInterface: {
+			const kernels::Grid<char> grid = kernels::grid_of<char>(buffer);
+			shape.insert(shape.end(), {grid.nx, grid.ny, grid.nz, grid.ldy, grid.ldz});
+			break;
+		}
+		default: break;
+		}
+	}
+	return shape;
+}
+
+bool KernelBinding::verified(const std::vector<Shape> &shapes)
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return std::all_of(shapes.begin(), shapes.end(), [this](const Shape &shape) { return verified_shapes_.count(shape) != 0; });
+}
+
+bool KernelBinding::attempt_verification()
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return unverified_batches_++ >= next_attempt_;
+}
+
+void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<unsigned> &indices, const std::vector<Shape> &shapes,
+			   const std::function<void(unsigned)> &run_own)
+{
+	verification_batches_.fetch_add(1, std::memory_order_relaxed);
+	WrittenBufferCopies copies(tasks, modes_);
+	for (unsigned t : indices)
+		run_own(t);
+	kernels::run_accepted_tasks(entry_, static_cast<unsigned>(tasks.size()), copies.task_buffers());
+	const Comparison comparison = copies.compare();
+	std::lock_guard<std::mutex> lock(mutex_);
+	if (comparison.within_bound) {
+		if (comparison.informative) {
+			verified_shapes_.insert(shapes.begin(), shapes.end());
+			uninformative_streak_ = 0;
+			next_attempt_ = unverified_batches_;
+		} else {
+			uninformative_batches_.fetch_add(1, std::memory_order_relaxed);
+			const std::uint64_t gap = std::min<std::uint64_t>(std::uint64_t(1) << std::min(uninformative_streak_, 20u), kLongestVerificationGap);
+			uninformative_streak_++;
+			next_attempt_ = unverified_batches_ + gap;
+		}
+		return;
+	}
+	if (dropped_.exchange(true, std::memory_order_acq_rel))
+		return; /* another worker's batch found it first and said so */
+	char reason[160];
+	std::snprintf(reason, sizeof(reason), "largest difference %.3g (bound %.3g)", comparison.largest_difference, comparison.bound);
+	drop_reason_ = reason;
+	std::fprintf(stderr,
+		     "starpu-fusing: kernel pack entry '%s' does not compute what codelet '%s' computes (%s, in a batch of %zu "
+		     "of its tasks run both ways): that batch keeps the codelet's results, and its tasks run the codelet's own "
+		     "function for the rest of the run\n",
+		     entry_.name, codelet_name_.c_str(), reason, tasks.size());
+}
+
+KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], void *task_args[], const std::function<void(unsigned)> &run_own)
+{
+	std::vector<unsigned> indices;
+	std::vector<void **> tasks;
+	std::vector<Shape> shapes;
+	const bool usable = !dropped();
+	for (unsigned t = 0; t < ntasks; t++) {
+		if (usable && !task_args[t] && kernels::task_accepted(entry_, task_buffers[t])) {
+			indices.push_back(t);
+			tasks.push_back(task_buffers[t]);
+			shapes.push_back(shape_of(task_buffers[t], modes_.size()));
+			continue;
+		}
+		if (usable)
+			tasks_not_accepted_.fetch_add(1, std::memory_order_relaxed);
+		run_own(t);
+	}
+	KernelRun ran;
+	if (indices.empty())
+		return ran;
+	if (!verified(shapes)) {
+		if (attempt_verification()) {
+			verify(tasks, indices, shapes, run_own);
+		} else {
+			own_while_unverified_.fetch_add(1, std::memory_order_relaxed);
+			for (unsigned t : indices)
+				run_own(t);
+		}
+		return ran;
+	}
+	if (trusted_batches_.fetch_add(1, std::memory_order_relaxed) % kRecheckPeriod == kRecheckPeriod - 1) {
+		rechecks_.fetch_add(1, std::memory_order_relaxed);
+		verify(tasks, indices, shapes, run_own);
+		return ran;
+	}
+	ran.start_us = starpu_timing_now();
+	kernels::run_accepted_tasks(entry_, static_cast<unsigned>(tasks.size()), tasks.data());
+	ran.end_us = starpu_timing_now();
+	ran.tasks = std::move(indices);
+	kernel_batches_.fetch_add(1, std::memory_order_relaxed);
+	kernel_tasks_.fetch_add(ran.tasks.size(), std::memory_order_relaxed);
+	return ran;
+}
+
+void KernelBinding::print(FILE *stream) const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	std::fprintf(stream, "[starpu-fusing] kernel %s for %s: %llu batches, %llu tasks in the kernel; %llu batches run both ways "
+		     "(%llu re-checks of verified shapes, %llu that could not tell), %zu shapes verified",
+		     entry_.name, codelet_name_.c_str(), (unsigned long long)kernel_batches_.load(),
+		     (unsigned long long)kernel_tasks_.load(), (unsigned long long)verification_batches_.load(),
+		     (unsigned long long)rechecks_.load(), (unsigned long long)uninformative_batches_.load(), verified_shapes_.size());
+	if (own_while_unverified_.load() != 0)
+		std::fprintf(stream, "; %llu batches of unverified shapes ran the codelet's own function, waiting for results that can tell",
+			     (unsigned long long)own_while_unverified_.load());
+	if (tasks_not_accepted_.load() != 0)
+		std::fprintf(stream, "; %llu tasks of shapes it does not take", (unsigned long long)tasks_not_accepted_.load());
+	if (dropped())
+		std::fprintf(stream, "; dropped: %s", drop_reason_.c_str());
+	std::fprintf(stream, "\n");
+}
+
+KernelBindings::KernelBindings(std::vector<const kernels::PackEntry *> enabled) : enabled_(std::move(enabled))
+{
+}
+
+std::vector<const kernels::PackEntry *> KernelBindings::candidates(const struct starpu_codelet *cl) const
+{
+	std::vector<const kernels::PackEntry *> matching;
+	if (enabled_.empty() || cl->nbuffers == STARPU_VARIABLE_NBUFFERS)
+		return matching;
+	const std::vector<std::string> names = codelet_known_names(cl);
+	for (const kernels::PackEntry *entry : enabled_) {
+		if (entry->buffers.size() != static_cast<std::size_t>(cl->nbuffers))
+			continue;
+		for (const std::string &name : names)
+			if (std::find(entry->known_as.begin(), entry->known_as.end(), name) != entry->known_as.end()) {
+				matching.push_back(entry);
+				break;
+			}
+	}
+	return matching;
+}
+
+bool KernelBindings::named_by_an_entry(const struct starpu_codelet *cl)
+{
+	return named_.selected(cl, [this](const struct starpu_codelet *codelet) { return !candidates(codelet).empty(); });
+}
+
+bool KernelBindings::may_bind(const struct starpu_codelet *cl)
+{
+	if (!named_by_an_entry(cl))
+		return false;
+	std::lock_guard<std::mutex> lock(mutex_);
+	for (const auto &binding : bindings_)
+		if (binding.first.first == cl && binding.second && binding.second->dropped())
+			return false;
+	return true;
+}
+
+KernelBinding *KernelBindings::binding_for(const struct starpu_codelet *cl, const std::vector<enum starpu_data_access_mode> &modes)
+{
+	if (!named_by_an_entry(cl))
+		return nullptr;
+	std::lock_guard<std::mutex> lock(mutex_);
+	auto key = std::make_pair(cl, modes);
+	auto it = bindings_.find(key);
+	if (it == bindings_.end()) {
+		std::unique_ptr<KernelBinding> binding;
+		for (const kernels::PackEntry *entry : candidates(cl)) {
+			bool same_modes = true;
+			for (std::size_t b = 0; b < modes.size(); b++)
+				same_modes = same_modes && entry->buffers[b].mode == modes[b];
+			if (same_modes) {
+				binding = std::make_unique<KernelBinding>(*entry, codelet_family_name(cl), modes);
+				break;
+			}
+		}
+		it = bindings_.emplace(std::move(key), std::move(binding)).first;
+	}
+	KernelBinding *binding = it->second.get();
+	return binding && !binding->dropped() ? binding : nullptr;
+}
+
+void KernelBindings::print(FILE *stream) const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	for (const auto &binding : bindings_)
+		if (binding.second)
+			binding.second->print(stream);
+}
+
+std::vector<const kernels::PackEntry *> enabled_pack_entries(const std::optional<std::vector<std::string>> &names)
+{
+	std::vector<const kernels::PackEntry *> enabled;
+	if (!names) {
+		for (const kernels::PackEntry &entry : kernels::kernel_pack())
+			enabled.push_back(&entry);
+		return enabled;
+	}
+	for (const std::string &name : *names)
+		if (const kernels::PackEntry *entry = kernels::pack_entry_named(name))
+			enabled.push_back(entry);
+	return enabled;
+}
+
+} // namespace fusing
