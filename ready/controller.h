@@ -1,7 +1,7 @@
 /* The granularity controller: which ready tasks wait for a batch, and how
  * many members a batch gets, from predicted durations.
  *
- * The rule (README, "How batches are sized"):
+ * The rule (doc/how_it_works.md, "How batches are sized"):
  *  - a task predicted to last at least the target runs unfused: it is coarse
  *    enough already;
  *  - a task predicted to last longer than max_generic_task_us runs unfused

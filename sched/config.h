@@ -44,7 +44,7 @@ struct Config {
 	 * before StarPU sees them (needs the library preloaded);
 	 * both: submission-time fusion, and ready-time fusion of what it did
 	 * not defer.  The default is ready: both loses on narrow graphs
-	 * (README, Performance). */
+	 * (doc/performance.md). */
 	enum class Mode { ready, submission, both } mode = Mode::ready;
 };
 

@@ -13,7 +13,7 @@ namespace fusing {
 namespace {
 
 /* See deferrable(): about ten times what StarPU spends on one task of its
- * own (measured: ~10,000 instructions, a few µs; README, instruction counts). */
+ * own (measured: ~10,000 instructions, a few µs; doc/performance.md, instructions per task). */
 constexpr double kWorthRunningAlone_us = 50.0;
 
 /* See window.h (groups_): the order rule's record is cleared past this many

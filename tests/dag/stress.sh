@@ -8,7 +8,7 @@
 #   STRESS_WRAPPER="valgrind --error-exitcode=3" tests/dag/stress.sh 50
 #
 # Run it from a build configured with sanitizers to check the engine under
-# them (README, "Tests").  Exits non-zero when any seed fails; each failure
+# them (doc/testing.md).  Exits non-zero when any seed fails; each failure
 # prints its replay command.
 set -u
 # Submission-time fusion on, as in make check (tests/Makefile.inc).
