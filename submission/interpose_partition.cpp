@@ -1,17 +1,28 @@
 /* Partitioning while tasks are deferred (part of the flush barrier,
- * flush_barrier.rules "own").
+ * flush_barrier.rules "own"; doc/design.md, section 12).
  *
- * A partitioned handle and its children are different handles over the same
- * data, which the order rule cannot see (doc/design.md, section 12): each of
- * these functions flushes the window, lets StarPU partition, and marks the
- * root and every child so that tasks touching them are never deferred.  The
- * partitioning thread. */
+ * Partition plans (starpu_data_partition_plan) are followed: the window
+ * learns each plan's children (partition_trees.h), defers tasks on them as
+ * on any data, and places the program's partition and unpartition calls
+ * between its groups (SubmissionWindow::record_partition_call) instead of
+ * flushing.  The other partition functions run at once after what they
+ * could observe (run_partition_change); those the window does not follow
+ * (sequential-consistency and read-only-downgrade forms) stop deferral on
+ * their tree.  Synchronous partitioning (starpu_data_partition, map
+ * filters) makes children that alias their parent outside any plan: the
+ * window flushes and never defers tasks on them.
+ *
+ * StarPU's own calls (its automatic partitioning, from inside a
+ * submission or an acquisition; starpu_code.h) go straight to StarPU.  The
+ * program's thread, or a callback's. */
 #include "build_config.h"
 #include "core/starpu_functions.h"
+#include "submission/starpu_code.h"
 #include "submission/window.h"
 #include "starpu_fusing.h"
 
 #include <cstdarg>
+#include <vector>
 
 namespace {
 
@@ -43,6 +54,46 @@ Function starpu_definition(const char *name)
 	return reinterpret_cast<Function>(fusing::starpu_own_function(name));
 }
 
+/* The window the program's call goes through, or null for StarPU's own
+ * calls and without submission-time fusion. */
+fusing::SubmissionWindow *window_for(const void *caller)
+{
+	fusing::SubmissionWindow *window = fusing::active_submission_window();
+	if (!window || fusing::InsideStarpuScope::active() || fusing::called_from_starpu(caller))
+		return nullptr;
+	return window;
+}
+
+using PartitionCallFunction = void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *);
+
+/* A partition call the window places; the children are copied (the
+ * program may reuse its array once the call returned). */
+void record(const void *caller, PartitionCallFunction starpu_call, fusing::PartitionTrees::Call call, starpu_data_handle_t parent,
+	    unsigned nparts, starpu_data_handle_t *children)
+{
+	fusing::SubmissionWindow *window = window_for(caller);
+	if (!window) {
+		starpu_call(parent, nparts, children);
+		return;
+	}
+	std::vector<starpu_data_handle_t> copied(children, children + nparts);
+	window->record_partition_call(call, parent, nparts, children, [starpu_call, parent, copied]() mutable {
+		starpu_call(parent, static_cast<unsigned>(copied.size()), copied.data());
+	});
+}
+
+/* A partition function the window does not follow: everything deferred
+ * goes first, and its tree is no longer deferred. */
+template <typename Call>
+void unfollowed(const void *caller, starpu_data_handle_t parent, unsigned nparts, starpu_data_handle_t *children, Call starpu_call)
+{
+	fusing::SubmissionWindow *window = window_for(caller);
+	if (!window)
+		starpu_call();
+	else
+		window->run_partition_change(fusing::SubmissionWindow::PartitionChange::unfollowed, parent, nparts, children, starpu_call);
+}
+
 } // namespace
 
 extern "C" {
@@ -58,17 +109,151 @@ FUSING_PUBLIC void starpu_data_partition(starpu_data_handle_t initial_handle, st
 FUSING_PUBLIC void starpu_data_partition_plan(starpu_data_handle_t initial_handle, struct starpu_data_filter *f,
 					      starpu_data_handle_t *children)
 {
-	fusing::SubmissionWindow *window = flush_window(__builtin_return_address(0));
-	starpu_definition<void (*)(starpu_data_handle_t, struct starpu_data_filter *, starpu_data_handle_t *)>(
-		"starpu_data_partition_plan")(initial_handle, f, children);
-	if (window) {
-		/* Plans do not list their children in the root. */
-		const unsigned nparts = f->get_nchildren ? f->get_nchildren(f, initial_handle) : f->nchildren;
-		window->exclude_from_deferral(initial_handle);
-		for (unsigned i = 0; i < nparts; i++)
-			mark_tree(window, children[i]);
+	auto starpu_call = [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, struct starpu_data_filter *, starpu_data_handle_t *)>(
+			"starpu_data_partition_plan")(initial_handle, f, children);
+	};
+	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
+	if (!window) {
+		starpu_call();
+		return;
 	}
+	/* The number of children, as StarPU computes it. */
+	const unsigned nparts = f->get_nchildren ? f->get_nchildren(f, initial_handle) : f->nchildren;
+	/* The children exist only once StarPU made them: the window reads
+	 * them after the call. */
+	window->run_partition_change(fusing::SubmissionWindow::PartitionChange::plan, initial_handle, nparts, children, starpu_call);
 }
+
+FUSING_PUBLIC void starpu_data_partition_submit(starpu_data_handle_t initial_handle, unsigned nparts, starpu_data_handle_t *children)
+{
+	static fusing::StarpuFunction<PartitionCallFunction> starpu_call("starpu_data_partition_submit");
+	record(__builtin_return_address(0), starpu_call.get(), fusing::PartitionTrees::Call::partition, initial_handle, nparts, children);
+}
+
+FUSING_PUBLIC void starpu_data_partition_readonly_submit(starpu_data_handle_t initial_handle, unsigned nparts,
+							 starpu_data_handle_t *children)
+{
+	static fusing::StarpuFunction<PartitionCallFunction> starpu_call("starpu_data_partition_readonly_submit");
+	record(__builtin_return_address(0), starpu_call.get(), fusing::PartitionTrees::Call::partition_readonly, initial_handle, nparts, children);
+}
+
+FUSING_PUBLIC void starpu_data_partition_readwrite_upgrade_submit(starpu_data_handle_t initial_handle, unsigned nparts,
+								  starpu_data_handle_t *children)
+{
+	static fusing::StarpuFunction<PartitionCallFunction> starpu_call("starpu_data_partition_readwrite_upgrade_submit");
+	record(__builtin_return_address(0), starpu_call.get(), fusing::PartitionTrees::Call::upgrade_readwrite, initial_handle, nparts, children);
+}
+
+FUSING_PUBLIC void starpu_data_unpartition_submit(starpu_data_handle_t initial_handle, unsigned nparts, starpu_data_handle_t *children,
+						  int gather_node)
+{
+	using Function = void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int);
+	static fusing::StarpuFunction<Function> starpu_unpartition("starpu_data_unpartition_submit");
+	Function starpu_call = starpu_unpartition.get();
+	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
+	if (!window) {
+		starpu_call(initial_handle, nparts, children, gather_node);
+		return;
+	}
+	std::vector<starpu_data_handle_t> copied(children, children + nparts);
+	window->record_partition_call(fusing::PartitionTrees::Call::unpartition, initial_handle, nparts, children,
+				      [starpu_call, initial_handle, copied, gather_node]() mutable {
+					      starpu_call(initial_handle, static_cast<unsigned>(copied.size()), copied.data(), gather_node);
+				      });
+}
+
+FUSING_PUBLIC void starpu_data_partition_clean(starpu_data_handle_t root_handle, unsigned nparts, starpu_data_handle_t *children)
+{
+	auto starpu_call = [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *)>("starpu_data_partition_clean")(
+			root_handle, nparts, children);
+	};
+	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
+	if (!window)
+		starpu_call();
+	else
+		window->run_partition_change(fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
+}
+
+#if HAVE_DECL_STARPU_DATA_PARTITION_CLEAN_NODE
+FUSING_PUBLIC void starpu_data_partition_clean_node(starpu_data_handle_t root_handle, unsigned nparts, starpu_data_handle_t *children,
+						    int gather_node)
+{
+	auto starpu_call = [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>("starpu_data_partition_clean_node")(
+			root_handle, nparts, children, gather_node);
+	};
+	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
+	if (!window)
+		starpu_call();
+	else
+		window->run_partition_change(fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
+}
+#endif
+
+FUSING_PUBLIC void starpu_data_partition_submit_sequential_consistency(starpu_data_handle_t initial_handle, unsigned nparts,
+								       starpu_data_handle_t *children, int sequential_consistency)
+{
+	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>(
+			"starpu_data_partition_submit_sequential_consistency")(initial_handle, nparts, children, sequential_consistency);
+	});
+}
+
+FUSING_PUBLIC void starpu_data_unpartition_submit_sequential_consistency(starpu_data_handle_t initial_handle, unsigned nparts,
+									 starpu_data_handle_t *children, int gather_node,
+									 int sequential_consistency)
+{
+	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int, int)>(
+			"starpu_data_unpartition_submit_sequential_consistency")(initial_handle, nparts, children, gather_node,
+										 sequential_consistency);
+	});
+}
+
+FUSING_PUBLIC void starpu_data_unpartition_submit_sequential_consistency_cb(starpu_data_handle_t initial_handle, unsigned nparts,
+									    starpu_data_handle_t *children, int gather_node,
+									    int sequential_consistency, void (*callback_func)(void *),
+									    void *callback_arg)
+{
+	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int, int, void (*)(void *), void *)>(
+			"starpu_data_unpartition_submit_sequential_consistency_cb")(initial_handle, nparts, children, gather_node,
+										    sequential_consistency, callback_func, callback_arg);
+	});
+}
+
+FUSING_PUBLIC void starpu_data_unpartition_readonly_submit(starpu_data_handle_t initial_handle, unsigned nparts,
+							   starpu_data_handle_t *children, int gather_node)
+{
+	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>(
+			"starpu_data_unpartition_readonly_submit")(initial_handle, nparts, children, gather_node);
+	});
+}
+
+#if HAVE_DECL_STARPU_DATA_PARTITION_READONLY_DOWNGRADE_SUBMIT
+FUSING_PUBLIC void starpu_data_partition_readonly_downgrade_submit(starpu_data_handle_t initial_handle, unsigned nparts,
+								   starpu_data_handle_t *children)
+{
+	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
+		starpu_definition<PartitionCallFunction>("starpu_data_partition_readonly_downgrade_submit")(initial_handle, nparts, children);
+	});
+}
+#endif
+
+#if HAVE_DECL_STARPU_DATA_PARTITION_READONLY_SUBMIT_SEQUENTIAL_CONSISTENCY
+FUSING_PUBLIC void starpu_data_partition_readonly_submit_sequential_consistency(starpu_data_handle_t initial_handle, unsigned nparts,
+										starpu_data_handle_t *children, int sequential_consistency)
+{
+	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
+		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>(
+			"starpu_data_partition_readonly_submit_sequential_consistency")(initial_handle, nparts, children,
+											sequential_consistency);
+	});
+}
+#endif
 
 FUSING_PUBLIC void starpu_data_vmap_filters(starpu_data_handle_t root_data, unsigned nfilters, va_list pa)
 {

@@ -164,7 +164,8 @@ struct GroupCodelets {
 		without_model.where = STARPU_CPU;
 		without_model.cpu_funcs[0] = run_group;
 		without_model.nbuffers = STARPU_VARIABLE_NBUFFERS;
-		/* Members touching partitioned data are never deferred. */
+		/* StarPU switches no plan for it: the window checked that no
+		 * member needs one (partition_trees.h). */
 		without_model.flags = STARPU_CODELET_NOPLANS;
 		without_model.name = "fusing_group";
 		std::memset(&model, 0, sizeof(model));

@@ -71,6 +71,13 @@ SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Pred
 {
 	reports_.names = &names_;
 	reports_.running_groups = &running_groups_;
+	order_.set_parent_of([this](const starpu_data_handle_t &handle, starpu_data_handle_t &parent) {
+		PartitionTrees::Handle found;
+		if (!any_tree_.load(std::memory_order_relaxed) || !trees_.parent_of(handle, found))
+			return false;
+		parent = static_cast<starpu_data_handle_t>(const_cast<void *>(found));
+		return true;
+	});
 	closer_ = std::thread([this] { close_periodically(); });
 }
 
@@ -192,6 +199,21 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	if (!defer && (!task->cl || STARPU_TASK_GET_NBUFFERS(task) == 0))
 		return real_submit_(task);
 	std::unique_lock<std::recursive_mutex> lock(mutex_);
+	bool on_excluded_tree = false;
+	if (any_tree_.load(std::memory_order_relaxed)) {
+		const TreeAccess tree = tree_access(task);
+		if (tree.switches_plans) {
+			/* StarPU will partition or unpartition for it, accessing
+			 * siblings of what it touches: everything deferred goes
+			 * first, and its trees are no longer deferred
+			 * (partition_trees.h). */
+			for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+				if (trees_.in_tree(STARPU_TASK_GET_HANDLE(task, i)))
+					trees_.exclude_tree(STARPU_TASK_GET_HANDLE(task, i));
+			flush_locked();
+		}
+		on_excluded_tree = tree.excluded || tree.switches_plans;
+	}
 	/* A task that may wait for the program (on data it holds, a tag, a
 	 * dependency it declared or was named in) is never merged with others,
 	 * which would then wait for the program too (held_data.h). */
@@ -200,7 +222,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	 * task deferred now (window.h, begin_wait).  Both read under mutex_: a
 	 * wait or an acquisition counts itself before its flush takes mutex_,
 	 * so a task either is placed before that flush or sees it. */
-	if (defer && !waits_for_program && waiting_threads_.load(std::memory_order_relaxed) == 0) {
+	if (defer && !on_excluded_tree && !waits_for_program && waiting_threads_.load(std::memory_order_relaxed) == 0) {
 		if (count_deferred_)
 			count_deferred_(task);
 		place(task, ctx, predicted_us, bytes);
@@ -250,7 +272,7 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		if (g < lowest || g >= first_open_ + groups_.size())
 			return false;
 		const Group &candidate = groups_[g - first_open_];
-		if (candidate.sched_ctx != ctx || full(candidate))
+		if (candidate.sched_ctx != ctx || full(candidate) || !fits_trees(candidate, accesses))
 			return false;
 		const bool depends_on_it = latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) == g;
 		return !depends_on_it || limits_.always_defer ||
@@ -275,11 +297,15 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		order_.join(group, accesses);
 	} else {
 		group = order_.open(accesses);
-		groups_.push_back(Group{{}, ctx});
+		groups_.emplace_back();
+		groups_.back().sched_ctx = ctx;
 		groups_.back().members.reserve(limits_.max_group_tasks, STARPU_TASK_GET_NBUFFERS(task));
 		groups_.back().opened_us = starpu_timing_now();
+		/* The calls placed at the end of the window run before it. */
+		groups_.back().calls_before.swap(pending_calls_);
 	}
 	Group &g = groups_[group - first_open_];
+	note_tree_handles(g, accesses);
 	g.members.add(task);
 	if (std::isnan(predicted_us))
 		g.unpredicted = true;
@@ -325,6 +351,9 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		Group group = std::move(groups_.front());
 		groups_.pop_front();
 		first_open_++;
+		for (const std::function<void()> &call : group.calls_before)
+			run_call(call);
+		calls_waiting_.fetch_sub(group.calls_before.size(), std::memory_order_relaxed);
 		const std::size_t count = group.members.tasks.size();
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
@@ -336,7 +365,7 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 	}
-	if (groups_.empty() && order_.handles_recorded() > kOrderRecordHandles) {
+	if (groups_.empty() && pending_calls_.empty() && order_.handles_recorded() > kOrderRecordHandles) {
 		/* Everything is in StarPU's hands, which orders what follows:
 		 * the record can start afresh (group numbers at 0). */
 		order_.clear();
@@ -347,7 +376,11 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 void SubmissionWindow::flush_conflicting_locked(const struct starpu_task *task)
 {
 	const long latest_conflict = order_.latest_conflicting_group(accesses_of(task));
-	if (latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) >= first_open_)
+	if (latest_conflict < 0 || static_cast<std::size_t>(latest_conflict) < first_open_)
+		return;
+	if (static_cast<std::size_t>(latest_conflict) >= first_open_ + groups_.size())
+		flush_locked(); /* a call placed after every group */
+	else
 		submit_groups_through(static_cast<std::size_t>(latest_conflict));
 }
 
@@ -355,6 +388,181 @@ void SubmissionWindow::flush_locked()
 {
 	if (!groups_.empty())
 		submit_groups_through(first_open_ + groups_.size() - 1);
+	run_pending_calls_locked();
+}
+
+void SubmissionWindow::run_pending_calls_locked()
+{
+	/* Taken out first: a call may run a callback that submits. */
+	std::vector<std::function<void()>> calls;
+	calls.swap(pending_calls_);
+	for (const std::function<void()> &call : calls)
+		run_call(call);
+	calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
+}
+
+void SubmissionWindow::run_call(const std::function<void()> &call)
+{
+	/* The switch task StarPU submits for it goes straight to StarPU. */
+	InsideStarpuScope inside_starpu;
+	call();
+}
+
+SubmissionWindow::TreeAccess SubmissionWindow::tree_access(const struct starpu_task *task) const
+{
+	TreeAccess found;
+	if (!task->cl)
+		return found;
+	const bool codelet_switches = !(task->cl->flags & STARPU_CODELET_NOPLANS);
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++) {
+		const starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
+		if (!trees_.in_tree(handle))
+			continue;
+		found.any = true;
+		if (trees_.excluded(handle))
+			found.excluded = true;
+		const enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(task, i);
+		/* StarPU 1.4 counts a reduction as a write; 1.3 as a read, for
+		 * which no fewer switches are needed. */
+		if (codelet_switches && !(mode & STARPU_NOPLAN) && trees_.switches_plans(handle, (mode & (STARPU_W | STARPU_REDUX)) != 0))
+			found.switches_plans = true;
+	}
+	return found;
+}
+
+bool SubmissionWindow::fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const
+{
+	if (group.tree_handles.empty())
+		return true;
+	for (const Access<starpu_data_handle_t> &access : accesses) {
+		if (!trees_.in_tree(access.handle))
+			continue;
+		for (starpu_data_handle_t ancestor : group.tree_ancestors)
+			if (ancestor == access.handle)
+				return false;
+		for (starpu_data_handle_t held : group.tree_handles)
+			if (trees_.related(held, access.handle))
+				return false;
+	}
+	return true;
+}
+
+void SubmissionWindow::note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const
+{
+	if (!any_tree_.load(std::memory_order_relaxed))
+		return;
+	std::vector<PartitionTrees::Handle> ancestors;
+	for (const Access<starpu_data_handle_t> &access : accesses) {
+		if (!trees_.in_tree(access.handle))
+			continue;
+		group.tree_handles.push_back(access.handle);
+		ancestors.clear();
+		trees_.ancestors(access.handle, ancestors);
+		for (PartitionTrees::Handle ancestor : ancestors)
+			group.tree_ancestors.push_back(static_cast<starpu_data_handle_t>(const_cast<void *>(ancestor)));
+	}
+}
+
+namespace {
+
+/* The accesses StarPU's switch task gives a partition call: the parent
+ * and every child, as _starpu_data_partition_submit and
+ * _starpu_data_unpartition_submit do (filters.c, 1.3 and 1.4); a
+ * read-only partition reads the parent. */
+void call_accesses(PartitionTrees::Call call, starpu_data_handle_t parent, unsigned nparts, const starpu_data_handle_t *children,
+		   std::vector<Access<starpu_data_handle_t>> &accesses)
+{
+	accesses.clear();
+	accesses.push_back({parent, call != PartitionTrees::Call::partition_readonly});
+	for (unsigned i = 0; i < nparts; i++)
+		accesses.push_back({children[i], true});
+}
+
+std::vector<PartitionTrees::Handle> tree_handles_of(unsigned nparts, const starpu_data_handle_t *children)
+{
+	return std::vector<PartitionTrees::Handle>(children, children + nparts);
+}
+
+} // namespace
+
+void SubmissionWindow::record_partition_call(PartitionTrees::Call call, starpu_data_handle_t parent, unsigned nparts,
+					     const starpu_data_handle_t *children, std::function<void()> starpu_call)
+{
+	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	const std::vector<PartitionTrees::Handle> handles = tree_handles_of(nparts, children);
+	trees_.apply(call, parent, handles.data(), handles.size());
+	call_accesses(call, parent, nparts, children, accesses_);
+	const std::size_t position = std::max(order_.call_position(accesses_), first_open_);
+	const std::size_t opened = first_open_ + groups_.size();
+	const bool calls_at_position = position < opened ? !groups_[position - first_open_].calls_before.empty() : !pending_calls_.empty();
+	const bool runs_now = position == first_open_ && !calls_at_position;
+	if (!trees_.in_tree(parent) || trees_.excluded(parent)) {
+		/* Nothing of its tree is deferred any more: it runs now, after
+		 * what it must follow. */
+		if (!runs_now)
+			flush_locked();
+		run_call(starpu_call);
+		return;
+	}
+	order_.place_call(position, accesses_);
+	if (runs_now) {
+		/* Nothing in the window must run before it: StarPU may have
+		 * it now. */
+		run_call(starpu_call);
+		return;
+	}
+	if (position < opened)
+		groups_[position - first_open_].calls_before.push_back(std::move(starpu_call));
+	else
+		pending_calls_.push_back(std::move(starpu_call));
+	if (calls_waiting_.fetch_add(1, std::memory_order_relaxed) == 0 && deferred_.load(std::memory_order_relaxed) == 0) {
+		std::lock_guard<std::mutex> closer_lock(closer_mutex_);
+		closer_wakeup_.notify_one();
+	}
+}
+
+void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_handle_t parent, unsigned nparts,
+					    const starpu_data_handle_t *children, const std::function<void()> &starpu_call)
+{
+	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	switch (change) {
+	case PartitionChange::plan:
+		accesses_.assign(1, {parent, true});
+		break;
+	case PartitionChange::clean:
+		call_accesses(PartitionTrees::Call::partition, parent, nparts, children, accesses_);
+		break;
+	case PartitionChange::unfollowed:
+		accesses_.clear();
+		break;
+	}
+	if (change == PartitionChange::unfollowed) {
+		flush_locked();
+	} else {
+		const long latest = order_.latest_conflicting_group(accesses_);
+		if (latest >= 0 && static_cast<std::size_t>(latest) >= first_open_) {
+			if (static_cast<std::size_t>(latest) >= first_open_ + groups_.size())
+				flush_locked();
+			else
+				submit_groups_through(static_cast<std::size_t>(latest));
+		}
+	}
+	run_call(starpu_call);
+	/* A plan's children exist only now. */
+	const std::vector<PartitionTrees::Handle> handles = tree_handles_of(nparts, children);
+	switch (change) {
+	case PartitionChange::plan:
+		trees_.add_plan(parent, handles.data(), handles.size());
+		any_tree_.store(true, std::memory_order_relaxed);
+		break;
+	case PartitionChange::clean:
+		trees_.clean_plan(parent, handles.data(), handles.size());
+		break;
+	case PartitionChange::unfollowed:
+		if (trees_.in_tree(parent))
+			trees_.exclude_tree(parent);
+		break;
+	}
 }
 
 double SubmissionWindow::flush_overdue_locked()
@@ -415,6 +623,11 @@ void SubmissionWindow::begin_acquisition(starpu_data_handle_t handle, enum starp
 	held_.acquired(handle, mode);
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	flush_locked();
+	/* StarPU may switch plans for the acquisition, as for a task
+	 * (partition_trees.h). */
+	if (any_tree_.load(std::memory_order_relaxed) && !(mode & STARPU_NOPLAN) &&
+	    trees_.switches_plans(handle, (mode & STARPU_W) != 0))
+		trees_.exclude_tree(handle);
 }
 
 void SubmissionWindow::begin_wait()

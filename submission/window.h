@@ -26,6 +26,7 @@
 #include "submission/held_data.h"
 #include "submission/named_members.h"
 #include "submission/merged_group.h"
+#include "submission/partition_trees.h"
 
 #include <starpu.h>
 
@@ -94,15 +95,38 @@ public:
 	 * running now (close_periodically).  Never blocks (called from
 	 * pop_task). */
 	void request_flush();
-	bool holds_tasks() const { return deferred_.load(std::memory_order_relaxed) != 0; }
+	bool holds_tasks() const
+	{
+		return deferred_.load(std::memory_order_relaxed) != 0 || calls_waiting_.load(std::memory_order_relaxed) != 0;
+	}
 
-	/* Tasks touching handle are never deferred from now on: handles of
-	 * partitioned data (and their children) alias each other, which the
-	 * order rule cannot see; a handle with reduction methods gets tasks
-	 * StarPU submits itself, from a worker holding the handle's lock
-	 * (interpose_reduction.cpp).  The thread partitioning or setting the
-	 * methods. */
+	/* Tasks touching handle are never deferred from now on: data
+	 * partitioned with starpu_data_partition (its children alias it in
+	 * ways the order rule does not follow); a handle with reduction methods
+	 * gets tasks StarPU submits itself, from a worker holding the handle's
+	 * lock (interpose_reduction.cpp).  The thread partitioning or setting
+	 * the methods. */
 	void exclude_from_deferral(starpu_data_handle_t handle);
+
+	/* Partition plans (interpose_partition.cpp; doc/design.md, section
+	 * 12).  The program's thread, or a callback's; never StarPU's own
+	 * calls.
+	 *
+	 * A partition or unpartition the program submits is placed in the
+	 * window (window_order.h, place_call) and handed to StarPU, through
+	 * starpu_call, between the groups it must follow and those that must
+	 * follow it; its tree's state changes now, in program order
+	 * (partition_trees.h). */
+	void record_partition_call(PartitionTrees::Call call, starpu_data_handle_t parent, unsigned nparts,
+				   const starpu_data_handle_t *children, std::function<void()> starpu_call);
+	/* Other partition functions run now, after the deferred work they
+	 * could observe: a plan (after what accesses the parent: StarPU copies
+	 * its state into the children), a cleaned plan (after what accesses
+	 * the parent or the children), and the calls the window does not
+	 * follow (after everything; their tree is no longer deferred). */
+	enum class PartitionChange { plan, clean, unfollowed };
+	void run_partition_change(PartitionChange change, starpu_data_handle_t parent, unsigned nparts,
+				  const starpu_data_handle_t *children, const std::function<void()> &starpu_call);
 	/* The program acquires handle in mode: it is held from now on
 	 * (held_data.h), and the window is flushed.  The acquiring thread. */
 	void begin_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
@@ -131,17 +155,40 @@ public:
 private:
 	struct Group {
 		GroupMembers members;
-		unsigned sched_ctx;
+		unsigned sched_ctx = 0;
 		double predicted_us = 0.0; /* sum over members with a prediction */
 		bool unpredicted = false;  /* some member had none */
 		std::uint64_t bytes = 0;
 		double opened_us = 0.0;    /* starpu_timing_now() when its first member came */
+		/* Partition calls StarPU gets just before the merged task. */
+		std::vector<std::function<void()>> calls_before;
+		/* The members' handles in partition trees, and their ancestors:
+		 * a group never holds a handle and its ancestor (joinable()). */
+		std::vector<starpu_data_handle_t> tree_handles, tree_ancestors;
 	};
 
 	/* Whether task may be deferred (no lock; reads the task and its
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
 	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes);
 	bool touches_excluded_data(const struct starpu_task *task);
+	/* Whether task touches a partition tree, one that is no longer
+	 * deferred, and whether StarPU would switch plans for it
+	 * (partition_trees.h).  mutex_ held. */
+	struct TreeAccess {
+		bool any = false;
+		bool excluded = false;
+		bool switches_plans = false;
+	};
+	TreeAccess tree_access(const struct starpu_task *task) const;
+	/* Whether group may take a task with these accesses without holding a
+	 * handle and its ancestor (StarPU would need two plans at once).
+	 * mutex_ held. */
+	bool fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
+	void note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
+	/* Runs a partition call with StarPU's own submissions passing straight
+	 * to it.  mutex_ held. */
+	void run_call(const std::function<void()> &call);
+	void run_pending_calls_locked();
 	/* Hands StarPU the groups holding an access that conflicts with
 	 * one of task's, and those opened before them: a task that is not
 	 * deferred must follow them (the order rule), not the others.
@@ -190,6 +237,13 @@ private:
 	std::mutex excluded_mutex_;
 	std::unordered_set<starpu_data_handle_t> excluded_; /* guarded by excluded_mutex_ */
 	std::atomic<bool> any_excluded_{false};
+
+	/* Calls placed after every open group, for the next group to open (or
+	 * the end of the window); guarded by mutex_. */
+	std::vector<std::function<void()>> pending_calls_;
+	std::atomic<std::size_t> calls_waiting_{0}; /* in pending_calls_ and groups' calls_before; written under mutex_ */
+	PartitionTrees trees_;                       /* guarded by mutex_ */
+	std::atomic<bool> any_tree_{false};          /* some plan was made: trees_ is worth reading */
 
 	NamedMembers names_;
 	HeldData held_;

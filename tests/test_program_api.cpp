@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -602,6 +603,256 @@ void api_current_data_node_in_a_member(void **)
 	finish();
 }
 
+/* ------------------------------------------------ 6. partition plans
+ * Tasks on the children of partition plans are deferred like any other,
+ * and the program's partition calls are placed between the groups
+ * (doc/design.md, section 12).  One vector of kElements longs, halves
+ * (the children) and quarters (the children of the first half). */
+const unsigned kElements = 8;
+
+long *elements_of(void *buffer, unsigned &count)
+{
+	count = STARPU_VECTOR_GET_NX(buffer);
+	return reinterpret_cast<long *>(STARPU_VECTOR_GET_PTR(buffer));
+}
+
+std::atomic<int> vector_tasks_handed{0};
+void note_vector_task_handed(void *)
+{
+	vector_tasks_handed++;
+}
+
+void vector_add_one(void **buffers, void *)
+{
+	unsigned n;
+	long *v = elements_of(buffers[0], n);
+	for (unsigned i = 0; i < n; i++)
+		v[i] += 1 + static_cast<long>(i);
+}
+
+void vector_double(void **buffers, void *)
+{
+	unsigned n;
+	long *v = elements_of(buffers[0], n);
+	for (unsigned i = 0; i < n; i++)
+		v[i] *= 2;
+}
+
+/* Adds the sum of its first buffer to the variable in its second. */
+void vector_sum_into(void **buffers, void *)
+{
+	unsigned n;
+	long *v = elements_of(buffers[0], n);
+	for (unsigned i = 0; i < n; i++)
+		value_of(buffers[1]) += v[i];
+}
+
+struct starpu_codelet vector_add_one_cl = codelet(vector_add_one, 1, "vector_add_one");
+struct starpu_codelet vector_double_cl = codelet(vector_double, 1, "vector_double");
+struct starpu_codelet vector_sum_into_cl = [] {
+	struct starpu_codelet cl = codelet(vector_sum_into, 2, "vector_sum_into");
+	cl.modes[0] = STARPU_R;
+	return cl;
+}();
+
+void submit_vector_task(struct starpu_codelet *cl, starpu_data_handle_t vector, starpu_data_handle_t variable = nullptr)
+{
+	struct starpu_task *task = starpu_task_create();
+	task->cl = cl;
+	task->handles[0] = vector;
+	task->handles[1] = variable;
+	task->prologue_callback_func = note_vector_task_handed;
+	assert_int_equal(starpu_task_submit(task), 0);
+}
+
+/* The host's version of the same operations, on a range of the vector. */
+struct HostVector {
+	long values[kElements];
+	void add_one(unsigned first, unsigned count)
+	{
+		for (unsigned i = 0; i < count; i++)
+			values[first + i] += 1 + static_cast<long>(i);
+	}
+	void times_two(unsigned first, unsigned count)
+	{
+		for (unsigned i = 0; i < count; i++)
+			values[first + i] *= 2;
+	}
+	long sum(unsigned first, unsigned count) const
+	{
+		long total = 0;
+		for (unsigned i = 0; i < count; i++)
+			total += values[first + i];
+		return total;
+	}
+};
+
+struct PlannedVector {
+	long values[kElements];
+	starpu_data_handle_t whole = nullptr;
+	starpu_data_handle_t halves[2] = {};
+	starpu_data_handle_t quarters[2] = {}; /* of halves[0] */
+
+	void reg()
+	{
+		for (unsigned i = 0; i < kElements; i++)
+			values[i] = static_cast<long>(i);
+		starpu_vector_data_register(&whole, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(values), kElements, sizeof(long));
+		struct starpu_data_filter halve;
+		std::memset(&halve, 0, sizeof(halve));
+		halve.filter_func = starpu_vector_filter_block;
+		halve.nchildren = 2;
+		starpu_data_partition_plan(whole, &halve, halves);
+		starpu_data_partition_plan(halves[0], &halve, quarters);
+	}
+	void unreg()
+	{
+		starpu_data_partition_clean(halves[0], 2, quarters);
+		starpu_data_partition_clean(whole, 2, halves);
+		starpu_data_unregister(whole);
+	}
+};
+
+/* Tasks on children between the program's own partition calls: with the
+ * worker busy and STARPU_FUSING_HOLD=always, the window holds them all
+ * (their prologues have not run) until the program waits, and the results
+ * are the host's. */
+void api_tasks_on_plan_children_are_deferred(void **)
+{
+	start("api_tasks_on_plan_children_are_deferred", 1);
+	PlannedVector vector;
+	vector.reg();
+	HostVector host;
+	for (unsigned i = 0; i < kElements; i++)
+		host.values[i] = static_cast<long>(i);
+	Variable total;
+	total.reg(0);
+	vector_tasks_handed = 0;
+	struct starpu_task *blocker = occupy_a_worker();
+
+	starpu_data_partition_submit(vector.whole, 2, vector.halves);
+	for (int round = 0; round < 3; round++) {
+		submit_vector_task(&vector_add_one_cl, vector.halves[0]);
+		submit_vector_task(&vector_double_cl, vector.halves[1]);
+		host.add_one(0, kElements / 2);
+		host.times_two(kElements / 2, kElements / 2);
+	}
+	starpu_data_unpartition_submit(vector.whole, 2, vector.halves, STARPU_MAIN_RAM);
+	submit_vector_task(&vector_sum_into_cl, vector.whole, total.handle);
+	const long expected_total = host.sum(0, kElements);
+	if (!native && getenv("STARPU_FUSING_HOLD"))
+		assert_int_equal(vector_tasks_handed.load(), 0);
+
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	assert_int_equal(vector_tasks_handed.load(), 7);
+	starpu_data_unregister(total.handle);
+	vector.unreg();
+	for (unsigned i = 0; i < kElements; i++)
+		assert_int_equal(vector.values[i], host.values[i]);
+	assert_int_equal(total.value, expected_total);
+	finish();
+}
+
+/* Every partition call in a nested plan, read-only partitions and tasks on
+ * the parent between them, on two workers: the results are the host's. */
+void api_partition_calls_keep_program_order(void **)
+{
+	start("api_partition_calls_keep_program_order", 2);
+	for (int run = 0; run < 20; run++) {
+		PlannedVector vector;
+		vector.reg();
+		HostVector host;
+		for (unsigned i = 0; i < kElements; i++)
+			host.values[i] = static_cast<long>(i);
+		Variable total, first, second;
+		total.reg(0);
+		first.reg(0);
+		second.reg(0);
+		const unsigned half = kElements / 2, quarter = kElements / 4;
+
+		submit_vector_task(&vector_double_cl, vector.whole);
+		host.times_two(0, kElements);
+		starpu_data_partition_submit(vector.whole, 2, vector.halves);
+		submit_vector_task(&vector_add_one_cl, vector.halves[0]);
+		submit_vector_task(&vector_double_cl, vector.halves[1]);
+		host.add_one(0, half);
+		host.times_two(half, half);
+		starpu_data_partition_submit(vector.halves[0], 2, vector.quarters);
+		submit_vector_task(&vector_double_cl, vector.quarters[0]);
+		submit_vector_task(&vector_add_one_cl, vector.quarters[1]);
+		submit_vector_task(&vector_add_one_cl, vector.halves[1]);
+		host.times_two(0, quarter);
+		host.add_one(quarter, quarter);
+		host.add_one(half, half);
+		starpu_data_unpartition_submit(vector.halves[0], 2, vector.quarters, STARPU_MAIN_RAM);
+		submit_vector_task(&vector_add_one_cl, vector.halves[0]);
+		host.add_one(0, half);
+		starpu_data_unpartition_submit(vector.whole, 2, vector.halves, STARPU_MAIN_RAM);
+		submit_vector_task(&vector_sum_into_cl, vector.whole, total.handle);
+		const long expected_total = host.sum(0, kElements);
+		starpu_data_partition_readonly_submit(vector.whole, 2, vector.halves);
+		submit_vector_task(&vector_sum_into_cl, vector.halves[0], first.handle);
+		submit_vector_task(&vector_sum_into_cl, vector.halves[1], second.handle);
+		submit_vector_task(&vector_sum_into_cl, vector.whole, total.handle);
+		const long expected_first = host.sum(0, half), expected_second = host.sum(half, half);
+		starpu_data_partition_readwrite_upgrade_submit(vector.whole, 2, vector.halves);
+		submit_vector_task(&vector_double_cl, vector.halves[1]);
+		host.times_two(half, half);
+		starpu_data_unpartition_submit(vector.whole, 2, vector.halves, STARPU_MAIN_RAM);
+		submit_vector_task(&vector_add_one_cl, vector.whole);
+		host.add_one(0, kElements);
+
+		starpu_task_wait_for_all();
+		for (Variable *v : {&total, &first, &second})
+			starpu_data_unregister(v->handle);
+		vector.unreg();
+		for (unsigned i = 0; i < kElements; i++)
+			assert_int_equal(vector.values[i], host.values[i]);
+		assert_int_equal(total.value, 2 * expected_total);
+		assert_int_equal(first.value, expected_first);
+		assert_int_equal(second.value, expected_second);
+	}
+	finish();
+}
+
+/* No partition call at all: StarPU partitions and unpartitions by itself
+ * for each task (automatic partitioning), which touches siblings the order
+ * rule considers free.  The window stops deferring that tree; results are
+ * the host's. */
+void api_automatic_partitioning_keeps_results(void **)
+{
+	start("api_automatic_partitioning_keeps_results", 2);
+	for (int run = 0; run < 20; run++) {
+		PlannedVector vector;
+		vector.reg();
+		HostVector host;
+		for (unsigned i = 0; i < kElements; i++)
+			host.values[i] = static_cast<long>(i);
+		Variable total;
+		total.reg(0);
+		long expected_total = 0;
+		const unsigned half = kElements / 2, quarter = kElements / 4;
+		for (int round = 0; round < 3; round++) {
+			submit_vector_task(&vector_add_one_cl, vector.halves[1]);
+			submit_vector_task(&vector_double_cl, vector.quarters[1]);
+			submit_vector_task(&vector_sum_into_cl, vector.halves[0], total.handle);
+			submit_vector_task(&vector_add_one_cl, vector.whole);
+			host.add_one(half, half);
+			host.times_two(quarter, quarter);
+			expected_total += host.sum(0, half);
+			host.add_one(0, kElements);
+		}
+		starpu_task_wait_for_all();
+		starpu_data_unregister(total.handle);
+		vector.unreg();
+		for (unsigned i = 0; i < kElements; i++)
+			assert_int_equal(vector.values[i], host.values[i]);
+		assert_int_equal(total.value, expected_total);
+	}
+	finish();
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -639,6 +890,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_kept_task_resubmitted_from_its_callback),
 		cmocka_unit_test(api_task_init_reuses_an_address),
 		cmocka_unit_test(api_current_data_node_in_a_member),
+		cmocka_unit_test(api_tasks_on_plan_children_are_deferred),
+		cmocka_unit_test(api_partition_calls_keep_program_order),
+		cmocka_unit_test(api_automatic_partitioning_keeps_results),
 	};
 	if (const char *only = getenv("API_TEST"))
 		cmocka_set_test_filter(only);

@@ -1,0 +1,165 @@
+/* The program's partition plans as the window sees them; see
+ * partition_trees.h.  Under the window's mutex_. */
+#include "submission/partition_trees.h"
+
+namespace fusing {
+
+bool PartitionTrees::parent_of(Handle handle, Handle &parent) const
+{
+	auto node = nodes_.find(handle);
+	if (node == nodes_.end() || !node->second.parent)
+		return false;
+	parent = node->second.parent;
+	return true;
+}
+
+bool PartitionTrees::related(Handle a, Handle b) const
+{
+	if (a == b)
+		return false;
+	Handle ancestor;
+	for (Handle h = a; parent_of(h, ancestor); h = ancestor)
+		if (ancestor == b)
+			return true;
+	for (Handle h = b; parent_of(h, ancestor); h = ancestor)
+		if (ancestor == a)
+			return true;
+	return false;
+}
+
+void PartitionTrees::ancestors(Handle handle, std::vector<Handle> &out) const
+{
+	Handle ancestor;
+	for (Handle h = handle; parent_of(h, ancestor); h = ancestor)
+		out.push_back(ancestor);
+}
+
+PartitionTrees::Handle PartitionTrees::root_of(Handle handle) const
+{
+	Handle ancestor;
+	while (parent_of(handle, ancestor))
+		handle = ancestor;
+	return handle;
+}
+
+void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t count)
+{
+	Node &node = nodes_[parent];
+	node.plans++;
+	for (std::size_t i = 0; i < count; i++) {
+		Node &child = nodes_[children[i]];
+		child = Node{};
+		child.parent = parent;
+		child.excluded = node.excluded;
+		node.children.push_back(children[i]);
+	}
+	if (node.plans > 1)
+		exclude_tree(parent);
+}
+
+void PartitionTrees::forget_subtree(Handle handle)
+{
+	auto node = nodes_.find(handle);
+	if (node == nodes_.end())
+		return;
+	std::vector<Handle> children = std::move(node->second.children);
+	nodes_.erase(node);
+	for (Handle child : children)
+		forget_subtree(child);
+}
+
+void PartitionTrees::clean_plan(Handle parent, const Handle *children, std::size_t count)
+{
+	auto node = nodes_.find(parent);
+	if (node == nodes_.end())
+		return;
+	if (count > 0) {
+		auto first = nodes_.find(children[0]);
+		/* StarPU unpartitions first when the plan is active. */
+		if (first != nodes_.end() && first->second.active)
+			apply(Call::unpartition, parent, children, count);
+	}
+	node = nodes_.find(parent);
+	Node &p = node->second;
+	for (std::size_t i = 0; i < count; i++) {
+		for (std::size_t c = 0; c < p.children.size(); c++)
+			if (p.children[c] == children[i]) {
+				p.children.erase(p.children.begin() + static_cast<long>(c));
+				break;
+			}
+		forget_subtree(children[i]);
+	}
+	if (p.plans > 0)
+		p.plans--;
+	if (p.plans == 0 && !p.parent)
+		nodes_.erase(node);
+}
+
+void PartitionTrees::apply(Call call, Handle parent, const Handle *children, std::size_t count)
+{
+	Node &p = nodes_[parent];
+	auto each_child = [&](auto change) {
+		for (std::size_t i = 0; i < count; i++)
+			change(nodes_[children[i]]);
+	};
+	switch (call) {
+	case Call::partition:
+		p.partitioned++;
+		each_child([](Node &child) { child.active = true; });
+		break;
+	case Call::partition_readonly:
+		p.partitioned++;
+		p.readonly = true;
+		each_child([](Node &child) { child.active = child.active_readonly = true; });
+		break;
+	case Call::upgrade_readwrite:
+		p.readonly = false;
+		each_child([](Node &child) { child.active_readonly = false; });
+		break;
+	case Call::unpartition:
+		if (p.partitioned > 0)
+			p.partitioned--;
+		if (p.partitioned == 0)
+			p.readonly = false;
+		each_child([](Node &child) { child.active = child.active_readonly = false; });
+		break;
+	}
+}
+
+bool PartitionTrees::switches_plans(Handle handle, bool writes) const
+{
+	auto found = nodes_.find(handle);
+	if (found == nodes_.end())
+		return false;
+	const Node &node = found->second;
+	/* Partitioned itself: StarPU unpartitions it, unless only read while
+	 * read-only partitioned. */
+	if (node.partitioned > 0 && (writes || !node.readonly))
+		return true;
+	/* A child: its plan must be active, read-write for a write (the root
+	 * is always active). */
+	return node.parent && (!node.active || (writes && node.active_readonly));
+}
+
+void PartitionTrees::mark_excluded(Handle handle)
+{
+	auto node = nodes_.find(handle);
+	if (node == nodes_.end())
+		return;
+	node->second.excluded = true;
+	for (Handle child : node->second.children)
+		mark_excluded(child);
+}
+
+void PartitionTrees::exclude_tree(Handle handle)
+{
+	mark_excluded(root_of(handle));
+}
+
+bool PartitionTrees::excluded(Handle handle) const
+{
+	auto node = nodes_.find(handle);
+	return node != nodes_.end() && node->second.excluded;
+}
+
+} // namespace fusing

@@ -1,0 +1,89 @@
+/* The program's partition plans as the window sees them (doc/design.md,
+ * section 12): which handle is a child of which, and which plans are
+ * active, in the order the program submitted its partition calls.
+ *
+ * The window defers tasks on the children of partition plans
+ * (starpu_data_partition_plan) and places the program's partition and
+ * unpartition calls between its groups (window_order.h).  Two things make
+ * that safe, and both are this class's:
+ *  - the order rule needs each handle's parent (parent_of), and a handle's
+ *    children must come from one plan: children of two plans of one handle
+ *    overlap, which parent_of cannot tell;
+ *  - StarPU switches plans by itself when a task or an acquisition
+ *    accesses a handle whose plan is not the active one (automatic
+ *    partitioning, _starpu_data_partition_access_submit, 1.3 and 1.4): the
+ *    switch it submits then accesses siblings the order rule considered
+ *    free.  switches_plans() tells, from the state the program's calls left
+ *    (mirroring StarPU's _starpu_data_partition_access_look_up), whether
+ *    StarPU would switch; the window then stops deferring tasks on that
+ *    tree (excluded()).  Merged tasks never switch plans (their codelet
+ *    has STARPU_CODELET_NOPLANS): every member was checked.
+ *
+ * Not thread-safe: the window's mutex_ guards it.  Handle is any pointer
+ * type (tests use fake ones): nothing here calls StarPU. */
+#ifndef STARPU_FUSING_SUBMISSION_PARTITION_TREES_H
+#define STARPU_FUSING_SUBMISSION_PARTITION_TREES_H
+
+#include <cstddef>
+#include <unordered_map>
+#include <vector>
+
+namespace fusing {
+
+class PartitionTrees {
+public:
+	using Handle = const void *;
+
+	enum class Call {
+		partition,          /* starpu_data_partition_submit */
+		partition_readonly, /* starpu_data_partition_readonly_submit */
+		upgrade_readwrite,  /* starpu_data_partition_readwrite_upgrade_submit */
+		unpartition,        /* starpu_data_unpartition_submit */
+	};
+
+	bool any() const { return !nodes_.empty(); }
+	bool in_tree(Handle handle) const { return nodes_.count(handle) != 0; }
+	/* The handle handle is a child of: see WindowOrder::ParentOf. */
+	bool parent_of(Handle handle, Handle &parent) const;
+	/* Whether one is the other's ancestor (not the same handle). */
+	bool related(Handle a, Handle b) const;
+
+	/* starpu_data_partition_plan(parent, ...) made these children.  A
+	 * second plan on one handle excludes its tree. */
+	void add_plan(Handle parent, const Handle *children, std::size_t count);
+	/* starpu_data_partition_clean: the children are unregistered. */
+	void clean_plan(Handle parent, const Handle *children, std::size_t count);
+	/* A call the program submitted, in program order. */
+	void apply(Call call, Handle parent, const Handle *children, std::size_t count);
+	/* Whether StarPU, seeing an access to handle now (writes: W or
+	 * REDUX), would submit partition or unpartition calls of its own. */
+	bool switches_plans(Handle handle, bool writes) const;
+	/* From now on, nothing in handle's tree is deferred: the root and
+	 * every descendant, including children of plans made later. */
+	void exclude_tree(Handle handle);
+	bool excluded(Handle handle) const;
+	/* handle's ancestors, nearest first (appended to out). */
+	void ancestors(Handle handle, std::vector<Handle> &out) const;
+
+private:
+	struct Node {
+		Handle parent = nullptr;
+		std::vector<Handle> children; /* of its plan */
+		unsigned plans = 0;
+		unsigned partitioned = 0; /* active partitions (StarPU's partitioned) */
+		bool readonly = false;    /* its active partitions are read-only */
+		bool active = false;      /* a child whose plan is active */
+		bool active_readonly = false;
+		bool excluded = false;
+	};
+
+	Handle root_of(Handle handle) const;
+	void mark_excluded(Handle handle);
+	void forget_subtree(Handle handle);
+
+	std::unordered_map<Handle, Node> nodes_;
+};
+
+} // namespace fusing
+
+#endif
