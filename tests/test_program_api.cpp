@@ -665,9 +665,15 @@ void submit_vector_task(struct starpu_codelet *cl, starpu_data_handle_t vector, 
 	assert_int_equal(starpu_task_submit(task), 0);
 }
 
-/* The host's version of the same operations, on a range of the vector. */
+/* The host's version of the same operations, on a range of the vector,
+ * from PlannedVector's initial values. */
 struct HostVector {
 	long values[kElements];
+	HostVector()
+	{
+		for (unsigned i = 0; i < kElements; i++)
+			values[i] = static_cast<long>(i);
+	}
 	void add_one(unsigned first, unsigned count)
 	{
 		for (unsigned i = 0; i < count; i++)
@@ -705,11 +711,14 @@ struct PlannedVector {
 		starpu_data_partition_plan(whole, &halve, halves);
 		starpu_data_partition_plan(halves[0], &halve, quarters);
 	}
-	void unreg()
+	/* Gives the data back and checks it holds the host's values. */
+	void unreg_and_check(const long *expected)
 	{
 		starpu_data_partition_clean(halves[0], 2, quarters);
 		starpu_data_partition_clean(whole, 2, halves);
 		starpu_data_unregister(whole);
+		for (unsigned i = 0; i < kElements; i++)
+			assert_int_equal(values[i], expected[i]);
 	}
 };
 
@@ -723,8 +732,6 @@ void api_tasks_on_plan_children_are_deferred(void **)
 	PlannedVector vector;
 	vector.reg();
 	HostVector host;
-	for (unsigned i = 0; i < kElements; i++)
-		host.values[i] = static_cast<long>(i);
 	Variable total;
 	total.reg(0);
 	vector_tasks_handed = 0;
@@ -747,9 +754,7 @@ void api_tasks_on_plan_children_are_deferred(void **)
 	starpu_task_wait_for_all();
 	assert_int_equal(vector_tasks_handed.load(), 7);
 	starpu_data_unregister(total.handle);
-	vector.unreg();
-	for (unsigned i = 0; i < kElements; i++)
-		assert_int_equal(vector.values[i], host.values[i]);
+	vector.unreg_and_check(host.values);
 	assert_int_equal(total.value, expected_total);
 	finish();
 }
@@ -763,8 +768,6 @@ void api_partition_calls_keep_program_order(void **)
 		PlannedVector vector;
 		vector.reg();
 		HostVector host;
-		for (unsigned i = 0; i < kElements; i++)
-			host.values[i] = static_cast<long>(i);
 		Variable total, first, second;
 		total.reg(0);
 		first.reg(0);
@@ -806,9 +809,7 @@ void api_partition_calls_keep_program_order(void **)
 		starpu_task_wait_for_all();
 		for (Variable *v : {&total, &first, &second})
 			starpu_data_unregister(v->handle);
-		vector.unreg();
-		for (unsigned i = 0; i < kElements; i++)
-			assert_int_equal(vector.values[i], host.values[i]);
+		vector.unreg_and_check(host.values);
 		assert_int_equal(total.value, 2 * expected_total);
 		assert_int_equal(first.value, expected_first);
 		assert_int_equal(second.value, expected_second);
@@ -827,8 +828,6 @@ void api_automatic_partitioning_keeps_results(void **)
 		PlannedVector vector;
 		vector.reg();
 		HostVector host;
-		for (unsigned i = 0; i < kElements; i++)
-			host.values[i] = static_cast<long>(i);
 		Variable total;
 		total.reg(0);
 		long expected_total = 0;
@@ -845,9 +844,7 @@ void api_automatic_partitioning_keeps_results(void **)
 		}
 		starpu_task_wait_for_all();
 		starpu_data_unregister(total.handle);
-		vector.unreg();
-		for (unsigned i = 0; i < kElements; i++)
-			assert_int_equal(vector.values[i], host.values[i]);
+		vector.unreg_and_check(host.values);
 		assert_int_equal(total.value, expected_total);
 	}
 	finish();
