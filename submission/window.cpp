@@ -6,6 +6,7 @@
 #include "core/eligibility.h"
 #include "submission/starpu_code.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -152,6 +153,8 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	 * batches, which keep to one codelet and call it once; a group may
 	 * mix codelets and then runs each task generically. */
 	if (has_batched_kernel_(task))
+		return false;
+	if (!limits_.always_defer && !group_sizes_.worth_holding(task->cl))
 		return false;
 	bytes = 0;
 	if (limits_.close_at_bytes > 0 || limits_.working_set_bytes > 0) {
@@ -355,6 +358,7 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 			run_call(call);
 		calls_waiting_.fetch_sub(group.calls_before.size(), std::memory_order_relaxed);
 		const std::size_t count = group.members.tasks.size();
+		note_group_size(group.members);
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
 		/* Only now: flush() returns without the lock when nothing is
@@ -365,12 +369,29 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
 		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 	}
+	clear_record_when_empty();
+}
+
+void SubmissionWindow::clear_record_when_empty()
+{
 	if (groups_.empty() && pending_calls_.empty() && order_.handles_recorded() > kOrderRecordHandles) {
 		/* Everything is in StarPU's hands, which orders what follows:
 		 * the record can start afresh (group numbers at 0). */
 		order_.clear();
 		first_open_ = 0;
 	}
+}
+
+void SubmissionWindow::note_group_size(const GroupMembers &members)
+{
+	/* A group holds a few codelets: a short list beats a set. */
+	std::vector<const struct starpu_codelet *> &seen = codelets_seen_;
+	seen.clear();
+	for (const struct starpu_task *task : members.tasks)
+		if (std::find(seen.begin(), seen.end(), task->cl) == seen.end()) {
+			seen.push_back(task->cl);
+			group_sizes_.record_batch_members(task->cl, members.tasks.size());
+		}
 }
 
 void SubmissionWindow::flush_conflicting_locked(const struct starpu_task *task)
@@ -399,6 +420,7 @@ void SubmissionWindow::run_pending_calls_locked()
 	for (const std::function<void()> &call : calls)
 		run_call(call);
 	calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
+	clear_record_when_empty();
 }
 
 void SubmissionWindow::run_call(const std::function<void()> &call)
