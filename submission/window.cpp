@@ -360,7 +360,9 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		const std::size_t count = group.members.tasks.size();
 		note_group_size(group.members);
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
+		submitting_groups_++;
 		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
+		submitting_groups_--;
 		/* Only now: flush() returns without the lock when nothing is
 		 * deferred, and must not return while a group is on its way to
 		 * StarPU (a program's acquisition overtook a merged task the
@@ -374,7 +376,7 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 
 void SubmissionWindow::clear_record_when_empty()
 {
-	if (groups_.empty() && pending_calls_.empty() && order_.handles_recorded() > kOrderRecordHandles) {
+	if (groups_.empty() && pending_calls_.empty() && submitting_groups_ == 0 && order_.handles_recorded() > kOrderRecordHandles) {
 		/* Everything is in StarPU's hands, which orders what follows:
 		 * the record can start afresh (group numbers at 0). */
 		order_.clear();
@@ -407,8 +409,20 @@ void SubmissionWindow::flush_conflicting_locked(const struct starpu_task *task)
 
 void SubmissionWindow::flush_locked()
 {
+	const std::size_t end = first_open_ + groups_.size();
 	if (!groups_.empty())
-		submit_groups_through(first_open_ + groups_.size() - 1);
+		submit_groups_through(end - 1);
+	/* The calls placed at the end of the window: a task that StarPU's
+	 * submission of a group ran a prologue for may have opened group end
+	 * meanwhile, which took them (place()); they go to StarPU now all the
+	 * same, before that group. */
+	if (end < first_open_ + groups_.size() && end >= first_open_) {
+		std::vector<std::function<void()>> calls;
+		calls.swap(groups_[end - first_open_].calls_before);
+		for (const std::function<void()> &call : calls)
+			run_call(call);
+		calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
+	}
 	run_pending_calls_locked();
 }
 

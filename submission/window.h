@@ -190,8 +190,8 @@ private:
 	 * to it.  mutex_ held. */
 	void run_call(const std::function<void()> &call);
 	void run_pending_calls_locked();
-	/* Clears the order rule's record once it is large and nothing is in
-	 * the window (groups_).  mutex_ held. */
+	/* Clears the order rule's record once it is large, nothing is in the
+	 * window and no group is being handed over.  mutex_ held. */
 	void clear_record_when_empty();
 	/* Records the group's size for each of its codelets (group_sizes_).
 	 * mutex_ held. */
@@ -249,6 +249,11 @@ private:
 	 * the end of the window); guarded by mutex_. */
 	std::vector<std::function<void()>> pending_calls_;
 	std::atomic<std::size_t> calls_waiting_{0}; /* in pending_calls_ and groups' calls_before; written under mutex_ */
+	/* Groups being handed to StarPU by this thread's calls below (StarPU
+	 * may run prologues that submit, in the same thread): the group
+	 * numbers of the callers must stay valid, so the record is not
+	 * cleared meanwhile.  Guarded by mutex_. */
+	unsigned submitting_groups_ = 0;
 	PartitionTrees trees_;                       /* guarded by mutex_ */
 	std::atomic<bool> any_tree_{false};          /* some plan was made: trees_ is worth reading */
 

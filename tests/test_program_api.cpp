@@ -817,6 +817,49 @@ void api_partition_calls_keep_program_order(void **)
 	finish();
 }
 
+/* A flush hands over a group whose member's prologue, run by StarPU inside
+ * that submission, submits a task the window defers: it opens the group
+ * the unpartition waiting at the end of the window was placed before.  The
+ * task that made the window flush (tagged: never deferred) reads the whole
+ * vector, and must find it unpartitioned, as the program left it: StarPU
+ * would otherwise unpartition by itself, and then the program's
+ * unpartition would find no partition (found by the API fuzzer, seed 419). */
+void api_prologue_during_a_flush_keeps_partition_calls(void **)
+{
+	start("api_prologue_during_a_flush_keeps_partition_calls", 1);
+	PlannedVector vector;
+	vector.reg();
+	HostVector host;
+	ordered.reg(3);
+	Variable total;
+	total.reg(0);
+	starpu_data_partition_submit(vector.whole, 2, vector.halves);
+	starpu_task_wait_for_all(); /* the partition is done: the next task is ready at once */
+	struct starpu_task *blocker = occupy_a_worker();
+	struct starpu_task *task = starpu_task_create();
+	task->cl = &vector_add_one_cl;
+	task->handles[0] = vector.halves[0];
+	task->prologue_callback_func = submit_add_one_to_ordered;
+	assert_int_equal(starpu_task_submit(task), 0);
+	host.add_one(0, kElements / 2);
+	starpu_data_unpartition_submit(vector.whole, 2, vector.halves, STARPU_MAIN_RAM);
+	struct starpu_task *reader = starpu_task_create();
+	reader->cl = &vector_sum_into_cl;
+	reader->handles[0] = vector.whole;
+	reader->handles[1] = total.handle;
+	reader->use_tag = 1;
+	reader->tag_id = 4242;
+	assert_int_equal(starpu_task_submit(reader), 0);
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(ordered.handle);
+	starpu_data_unregister(total.handle);
+	vector.unreg_and_check(host.values);
+	assert_int_equal(total.value, host.sum(0, kElements));
+	assert_int_equal(ordered.value, 4);
+	finish();
+}
+
 /* No partition call at all: StarPU partitions and unpartitions by itself
  * for each task (automatic partitioning), which touches siblings the order
  * rule considers free.  The window stops deferring that tree; results are
@@ -890,6 +933,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_tasks_on_plan_children_are_deferred),
 		cmocka_unit_test(api_partition_calls_keep_program_order),
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
+		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 	};
 	if (const char *only = getenv("API_TEST"))
 		cmocka_set_test_filter(only);
