@@ -66,32 +66,50 @@ fusing::SubmissionWindow *window_for(const void *caller)
 
 using PartitionCallFunction = void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *);
 
-/* A partition call the window places; the children are copied (the
- * program may reuse its array once the call returned). */
-void record(const void *caller, PartitionCallFunction starpu_call, fusing::PartitionTrees::Call call, starpu_data_handle_t parent,
-	    unsigned nparts, starpu_data_handle_t *children)
+/* A partition call the window places: starpu_call(children) calls StarPU's
+ * function on the children, a copy of them when the window hands it over
+ * later (the program may reuse its array once the call returned). */
+template <typename StarpuCall>
+void record(const void *caller, fusing::PartitionTrees::Call call, starpu_data_handle_t parent, unsigned nparts,
+	    starpu_data_handle_t *children, StarpuCall starpu_call)
 {
 	fusing::SubmissionWindow *window = window_for(caller);
 	if (!window) {
-		starpu_call(parent, nparts, children);
+		starpu_call(children);
 		return;
 	}
 	std::vector<starpu_data_handle_t> copied(children, children + nparts);
-	window->record_partition_call(call, parent, nparts, children, [starpu_call, parent, copied]() mutable {
-		starpu_call(parent, static_cast<unsigned>(copied.size()), copied.data());
-	});
+	window->record_partition_call(call, parent, nparts, children,
+				      [starpu_call, copied]() mutable { starpu_call(copied.data()); });
 }
 
-/* A partition function the window does not follow: everything deferred
- * goes first, and its tree is no longer deferred. */
-template <typename Call>
-void unfollowed(const void *caller, starpu_data_handle_t parent, unsigned nparts, starpu_data_handle_t *children, Call starpu_call)
+/* The same for StarPU's functions taking the parent and the children only. */
+void record(const void *caller, fusing::PartitionTrees::Call call, PartitionCallFunction starpu_function, starpu_data_handle_t parent,
+	    unsigned nparts, starpu_data_handle_t *children)
+{
+	record(caller, call, parent, nparts, children,
+	       [starpu_function, parent, nparts](starpu_data_handle_t *parts) { starpu_function(parent, nparts, parts); });
+}
+
+/* A partition function that runs at once, after what it could observe
+ * (SubmissionWindow::run_partition_change). */
+template <typename StarpuCall>
+void change(const void *caller, fusing::SubmissionWindow::PartitionChange kind, starpu_data_handle_t parent, unsigned nparts,
+	    starpu_data_handle_t *children, StarpuCall starpu_call)
 {
 	fusing::SubmissionWindow *window = window_for(caller);
 	if (!window)
 		starpu_call();
 	else
-		window->run_partition_change(fusing::SubmissionWindow::PartitionChange::unfollowed, parent, nparts, children, starpu_call);
+		window->run_partition_change(kind, parent, nparts, children, starpu_call);
+}
+
+/* A partition function the window does not follow: everything deferred
+ * goes first, and its tree is no longer deferred. */
+template <typename StarpuCall>
+void unfollowed(const void *caller, starpu_data_handle_t parent, unsigned nparts, starpu_data_handle_t *children, StarpuCall starpu_call)
+{
+	change(caller, fusing::SubmissionWindow::PartitionChange::unfollowed, parent, nparts, children, starpu_call);
 }
 
 } // namespace
@@ -127,40 +145,34 @@ FUSING_PUBLIC void starpu_data_partition_plan(starpu_data_handle_t initial_handl
 
 FUSING_PUBLIC void starpu_data_partition_submit(starpu_data_handle_t initial_handle, unsigned nparts, starpu_data_handle_t *children)
 {
-	static fusing::StarpuFunction<PartitionCallFunction> starpu_call("starpu_data_partition_submit");
-	record(__builtin_return_address(0), starpu_call.get(), fusing::PartitionTrees::Call::partition, initial_handle, nparts, children);
+	static fusing::StarpuFunction<PartitionCallFunction> starpu_function("starpu_data_partition_submit");
+	record(__builtin_return_address(0), fusing::PartitionTrees::Call::partition, starpu_function.get(), initial_handle, nparts, children);
 }
 
 FUSING_PUBLIC void starpu_data_partition_readonly_submit(starpu_data_handle_t initial_handle, unsigned nparts,
 							 starpu_data_handle_t *children)
 {
-	static fusing::StarpuFunction<PartitionCallFunction> starpu_call("starpu_data_partition_readonly_submit");
-	record(__builtin_return_address(0), starpu_call.get(), fusing::PartitionTrees::Call::partition_readonly, initial_handle, nparts, children);
+	static fusing::StarpuFunction<PartitionCallFunction> starpu_function("starpu_data_partition_readonly_submit");
+	record(__builtin_return_address(0), fusing::PartitionTrees::Call::partition_readonly, starpu_function.get(), initial_handle, nparts, children);
 }
 
 FUSING_PUBLIC void starpu_data_partition_readwrite_upgrade_submit(starpu_data_handle_t initial_handle, unsigned nparts,
 								  starpu_data_handle_t *children)
 {
-	static fusing::StarpuFunction<PartitionCallFunction> starpu_call("starpu_data_partition_readwrite_upgrade_submit");
-	record(__builtin_return_address(0), starpu_call.get(), fusing::PartitionTrees::Call::upgrade_readwrite, initial_handle, nparts, children);
+	static fusing::StarpuFunction<PartitionCallFunction> starpu_function("starpu_data_partition_readwrite_upgrade_submit");
+	record(__builtin_return_address(0), fusing::PartitionTrees::Call::upgrade_readwrite, starpu_function.get(), initial_handle, nparts, children);
 }
 
 FUSING_PUBLIC void starpu_data_unpartition_submit(starpu_data_handle_t initial_handle, unsigned nparts, starpu_data_handle_t *children,
 						  int gather_node)
 {
 	using Function = void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int);
-	static fusing::StarpuFunction<Function> starpu_unpartition("starpu_data_unpartition_submit");
-	Function starpu_call = starpu_unpartition.get();
-	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
-	if (!window) {
-		starpu_call(initial_handle, nparts, children, gather_node);
-		return;
-	}
-	std::vector<starpu_data_handle_t> copied(children, children + nparts);
-	window->record_partition_call(fusing::PartitionTrees::Call::unpartition, initial_handle, nparts, children,
-				      [starpu_call, initial_handle, copied, gather_node]() mutable {
-					      starpu_call(initial_handle, static_cast<unsigned>(copied.size()), copied.data(), gather_node);
-				      });
+	static fusing::StarpuFunction<Function> starpu_function("starpu_data_unpartition_submit");
+	Function starpu_call = starpu_function.get();
+	record(__builtin_return_address(0), fusing::PartitionTrees::Call::unpartition, initial_handle, nparts, children,
+	       [starpu_call, initial_handle, nparts, gather_node](starpu_data_handle_t *parts) {
+		       starpu_call(initial_handle, nparts, parts, gather_node);
+	       });
 }
 
 FUSING_PUBLIC void starpu_data_partition_clean(starpu_data_handle_t root_handle, unsigned nparts, starpu_data_handle_t *children)
@@ -169,11 +181,7 @@ FUSING_PUBLIC void starpu_data_partition_clean(starpu_data_handle_t root_handle,
 		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *)>("starpu_data_partition_clean")(
 			root_handle, nparts, children);
 	};
-	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
-	if (!window)
-		starpu_call();
-	else
-		window->run_partition_change(fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
+	change(__builtin_return_address(0), fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
 }
 
 #if HAVE_DECL_STARPU_DATA_PARTITION_CLEAN_NODE
@@ -184,11 +192,7 @@ FUSING_PUBLIC void starpu_data_partition_clean_node(starpu_data_handle_t root_ha
 		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>("starpu_data_partition_clean_node")(
 			root_handle, nparts, children, gather_node);
 	};
-	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
-	if (!window)
-		starpu_call();
-	else
-		window->run_partition_change(fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
+	change(__builtin_return_address(0), fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
 }
 #endif
 

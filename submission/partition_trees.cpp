@@ -27,13 +27,6 @@ bool PartitionTrees::related(Handle a, Handle b) const
 	return false;
 }
 
-void PartitionTrees::ancestors(Handle handle, std::vector<Handle> &out) const
-{
-	Handle ancestor;
-	for (Handle h = handle; parent_of(h, ancestor); h = ancestor)
-		out.push_back(ancestor);
-}
-
 PartitionTrees::Handle PartitionTrees::root_of(Handle handle) const
 {
 	Handle ancestor;

@@ -19,10 +19,12 @@
  *    tree (excluded()).  Merged tasks never switch plans (their codelet
  *    has STARPU_CODELET_NOPLANS): every member was checked.
  *
- * Not thread-safe: the window's mutex_ guards it.  Handle is any pointer
- * type (tests use fake ones): nothing here calls StarPU. */
+ * Not thread-safe: the window's mutex_ guards it.  Calls no StarPU
+ * function: it follows only what the program's calls said. */
 #ifndef STARPU_FUSING_SUBMISSION_PARTITION_TREES_H
 #define STARPU_FUSING_SUBMISSION_PARTITION_TREES_H
+
+#include <starpu.h>
 
 #include <cstddef>
 #include <unordered_map>
@@ -32,7 +34,7 @@ namespace fusing {
 
 class PartitionTrees {
 public:
-	using Handle = const void *;
+	using Handle = starpu_data_handle_t;
 
 	enum class Call {
 		partition,          /* starpu_data_partition_submit */
@@ -62,8 +64,6 @@ public:
 	 * every descendant, including children of plans made later. */
 	void exclude_tree(Handle handle);
 	bool excluded(Handle handle) const;
-	/* handle's ancestors, nearest first (appended to out). */
-	void ancestors(Handle handle, std::vector<Handle> &out) const;
 
 private:
 	struct Node {

@@ -73,11 +73,7 @@ SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Pred
 	reports_.names = &names_;
 	reports_.running_groups = &running_groups_;
 	order_.set_parent_of([this](const starpu_data_handle_t &handle, starpu_data_handle_t &parent) {
-		PartitionTrees::Handle found;
-		if (!any_tree_.load(std::memory_order_relaxed) || !trees_.parent_of(handle, found))
-			return false;
-		parent = static_cast<starpu_data_handle_t>(const_cast<void *>(found));
-		return true;
+		return any_tree_.load(std::memory_order_relaxed) && trees_.parent_of(handle, parent);
 	});
 	closer_ = std::thread([this] { close_periodically(); });
 }
@@ -354,9 +350,7 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		Group group = std::move(groups_.front());
 		groups_.pop_front();
 		first_open_++;
-		for (const std::function<void()> &call : group.calls_before)
-			run_call(call);
-		calls_waiting_.fetch_sub(group.calls_before.size(), std::memory_order_relaxed);
+		run_calls_locked(std::move(group.calls_before));
 		const std::size_t count = group.members.tasks.size();
 		note_group_size(group.members);
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
@@ -398,13 +392,17 @@ void SubmissionWindow::note_group_size(const GroupMembers &members)
 
 void SubmissionWindow::flush_conflicting_locked(const struct starpu_task *task)
 {
-	const long latest_conflict = order_.latest_conflicting_group(accesses_of(task));
-	if (latest_conflict < 0 || static_cast<std::size_t>(latest_conflict) < first_open_)
+	flush_through_locked(order_.latest_conflicting_group(accesses_of(task)));
+}
+
+void SubmissionWindow::flush_through_locked(long position)
+{
+	if (position < 0 || static_cast<std::size_t>(position) < first_open_)
 		return;
-	if (static_cast<std::size_t>(latest_conflict) >= first_open_ + groups_.size())
+	if (static_cast<std::size_t>(position) >= first_open_ + groups_.size())
 		flush_locked(); /* a call placed after every group */
 	else
-		submit_groups_through(static_cast<std::size_t>(latest_conflict));
+		submit_groups_through(static_cast<std::size_t>(position));
 }
 
 void SubmissionWindow::flush_locked()
@@ -416,25 +414,19 @@ void SubmissionWindow::flush_locked()
 	 * submission of a group ran a prologue for may have opened group end
 	 * meanwhile, which took them (place()); they go to StarPU now all the
 	 * same, before that group. */
-	if (end < first_open_ + groups_.size() && end >= first_open_) {
-		std::vector<std::function<void()>> calls;
-		calls.swap(groups_[end - first_open_].calls_before);
-		for (const std::function<void()> &call : calls)
-			run_call(call);
-		calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
-	}
-	run_pending_calls_locked();
+	if (end < first_open_ + groups_.size() && end >= first_open_)
+		run_calls_locked(std::move(groups_[end - first_open_].calls_before));
+	run_calls_locked(std::move(pending_calls_));
+	clear_record_when_empty();
 }
 
-void SubmissionWindow::run_pending_calls_locked()
+void SubmissionWindow::run_calls_locked(std::vector<std::function<void()>> calls)
 {
-	/* Taken out first: a call may run a callback that submits. */
-	std::vector<std::function<void()>> calls;
-	calls.swap(pending_calls_);
+	/* Taken out of the window first (calls is the caller's list, moved):
+	 * a call may run a callback that submits. */
 	for (const std::function<void()> &call : calls)
 		run_call(call);
 	calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
-	clear_record_when_empty();
 }
 
 void SubmissionWindow::run_call(const std::function<void()> &call)
@@ -454,7 +446,6 @@ SubmissionWindow::TreeAccess SubmissionWindow::tree_access(const struct starpu_t
 		const starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
 		if (!trees_.in_tree(handle))
 			continue;
-		found.any = true;
 		if (trees_.excluded(handle))
 			found.excluded = true;
 		const enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(task, i);
@@ -473,9 +464,6 @@ bool SubmissionWindow::fits_trees(const Group &group, const std::vector<Access<s
 	for (const Access<starpu_data_handle_t> &access : accesses) {
 		if (!trees_.in_tree(access.handle))
 			continue;
-		for (starpu_data_handle_t ancestor : group.tree_ancestors)
-			if (ancestor == access.handle)
-				return false;
 		for (starpu_data_handle_t held : group.tree_handles)
 			if (trees_.related(held, access.handle))
 				return false;
@@ -487,16 +475,9 @@ void SubmissionWindow::note_tree_handles(Group &group, const std::vector<Access<
 {
 	if (!any_tree_.load(std::memory_order_relaxed))
 		return;
-	std::vector<PartitionTrees::Handle> ancestors;
-	for (const Access<starpu_data_handle_t> &access : accesses) {
-		if (!trees_.in_tree(access.handle))
-			continue;
-		group.tree_handles.push_back(access.handle);
-		ancestors.clear();
-		trees_.ancestors(access.handle, ancestors);
-		for (PartitionTrees::Handle ancestor : ancestors)
-			group.tree_ancestors.push_back(static_cast<starpu_data_handle_t>(const_cast<void *>(ancestor)));
-	}
+	for (const Access<starpu_data_handle_t> &access : accesses)
+		if (trees_.in_tree(access.handle))
+			group.tree_handles.push_back(access.handle);
 }
 
 namespace {
@@ -514,19 +495,13 @@ void call_accesses(PartitionTrees::Call call, starpu_data_handle_t parent, unsig
 		accesses.push_back({children[i], true});
 }
 
-std::vector<PartitionTrees::Handle> tree_handles_of(unsigned nparts, const starpu_data_handle_t *children)
-{
-	return std::vector<PartitionTrees::Handle>(children, children + nparts);
-}
-
 } // namespace
 
 void SubmissionWindow::record_partition_call(PartitionTrees::Call call, starpu_data_handle_t parent, unsigned nparts,
 					     const starpu_data_handle_t *children, std::function<void()> starpu_call)
 {
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
-	const std::vector<PartitionTrees::Handle> handles = tree_handles_of(nparts, children);
-	trees_.apply(call, parent, handles.data(), handles.size());
+	trees_.apply(call, parent, children, nparts);
 	call_accesses(call, parent, nparts, children, accesses_);
 	const std::size_t position = std::max(order_.call_position(accesses_), first_open_);
 	const std::size_t opened = first_open_ + groups_.size();
@@ -572,27 +547,19 @@ void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_
 		accesses_.clear();
 		break;
 	}
-	if (change == PartitionChange::unfollowed) {
+	if (change == PartitionChange::unfollowed)
 		flush_locked();
-	} else {
-		const long latest = order_.latest_conflicting_group(accesses_);
-		if (latest >= 0 && static_cast<std::size_t>(latest) >= first_open_) {
-			if (static_cast<std::size_t>(latest) >= first_open_ + groups_.size())
-				flush_locked();
-			else
-				submit_groups_through(static_cast<std::size_t>(latest));
-		}
-	}
+	else
+		flush_through_locked(order_.latest_conflicting_group(accesses_));
 	run_call(starpu_call);
 	/* A plan's children exist only now. */
-	const std::vector<PartitionTrees::Handle> handles = tree_handles_of(nparts, children);
 	switch (change) {
 	case PartitionChange::plan:
-		trees_.add_plan(parent, handles.data(), handles.size());
+		trees_.add_plan(parent, children, nparts);
 		any_tree_.store(true, std::memory_order_relaxed);
 		break;
 	case PartitionChange::clean:
-		trees_.clean_plan(parent, handles.data(), handles.size());
+		trees_.clean_plan(parent, children, nparts);
 		break;
 	case PartitionChange::unfollowed:
 		if (trees_.in_tree(parent))

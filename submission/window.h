@@ -163,20 +163,19 @@ private:
 		double opened_us = 0.0;    /* starpu_timing_now() when its first member came */
 		/* Partition calls StarPU gets just before the merged task. */
 		std::vector<std::function<void()>> calls_before;
-		/* The members' handles in partition trees, and their ancestors:
-		 * a group never holds a handle and its ancestor (joinable()). */
-		std::vector<starpu_data_handle_t> tree_handles, tree_ancestors;
+		/* The members' handles in partition trees: a group never holds
+		 * a handle and its ancestor (fits_trees()). */
+		std::vector<starpu_data_handle_t> tree_handles;
 	};
 
 	/* Whether task may be deferred (no lock; reads the task and its
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
 	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes);
 	bool touches_excluded_data(const struct starpu_task *task);
-	/* Whether task touches a partition tree, one that is no longer
-	 * deferred, and whether StarPU would switch plans for it
-	 * (partition_trees.h).  mutex_ held. */
+	/* Whether task touches a partition tree that is no longer deferred,
+	 * and whether StarPU would switch plans for it (partition_trees.h).
+	 * mutex_ held. */
 	struct TreeAccess {
-		bool any = false;
 		bool excluded = false;
 		bool switches_plans = false;
 	};
@@ -189,7 +188,8 @@ private:
 	/* Runs a partition call with StarPU's own submissions passing straight
 	 * to it.  mutex_ held. */
 	void run_call(const std::function<void()> &call);
-	void run_pending_calls_locked();
+	/* Runs calls, taken out of the window, in order.  mutex_ held. */
+	void run_calls_locked(std::vector<std::function<void()>> calls);
 	/* Clears the order rule's record once it is large, nothing is in the
 	 * window and no group is being handed over.  mutex_ held. */
 	void clear_record_when_empty();
@@ -201,6 +201,10 @@ private:
 	 * deferred must follow them (the order rule), not the others.
 	 * mutex_ held. */
 	void flush_conflicting_locked(const struct starpu_task *task);
+	/* Hands StarPU every group and call up to position (a group number,
+	 * or past the open groups: everything); nothing when position went
+	 * already.  mutex_ held. */
+	void flush_through_locked(long position);
 	/* task's accesses, in accesses_ (reused: no allocation per task);
 	 * mutex_ held. */
 	const std::vector<Access<starpu_data_handle_t>> &accesses_of(const struct starpu_task *task);
