@@ -27,6 +27,10 @@ struct Config {
 	double max_delay_us = 1000.0;         /* STARPU_FUSING_MAX_DELAY */
 	int cache_cap_level = 0;              /* STARPU_FUSING_CACHE_CAP: 0 off, 2 L2, 3 L3 */
 	bool print_stats = false;             /* STARPU_FUSING_STATS */
+	/* STARPU_FUSING_PLAN_ELISION: the window may elide a partition plan's
+	 * partition and unpartition, running the tasks on its children in
+	 * merged tasks on the parent (doc/design.md, section 12). */
+	bool elide_plans = true;
 	std::string trace_path;               /* STARPU_FUSING_TRACE; empty: no trace */
 	/* STARPU_FUSING_KERNELS: the kernel pack entries that may bind to a
 	 * program's codelets (kernels/pack.h): nullopt for auto (all of

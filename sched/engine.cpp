@@ -139,7 +139,7 @@ void Engine::start_submission_window()
 	ready_time_fusion_ = config_.mode == Config::Mode::both;
 	const SubmissionWindow::Limits limits{config_.max_batch_tasks, config_.target_us, config_.max_delay_us,
 					      config_.max_generic_task_us, caps_.close_at_bytes, caps_.working_set_bytes,
-					      config_.hold == Config::Hold::always};
+					      config_.hold == Config::Hold::always, config_.elide_plans};
 	/* A ready-time batch's merged task is never deferred. */
 	auto selected = [this](struct starpu_task *task) {
 		return !is_merged_task(task) && (!selecting_by_name_ || family_selected(task->cl));
@@ -383,8 +383,10 @@ void Engine::print_statistics(FILE *stream) const
 	kernels_.print(stream);
 	if (window_)
 		std::fprintf(stream, "[starpu-fusing] submission-time fusion: %llu tasks deferred, merged into %llu tasks "
-			     "with %llu handles in all\n", (unsigned long long)window_->tasks_deferred(),
-			     (unsigned long long)window_->groups_submitted(), (unsigned long long)window_->handles_submitted());
+			     "with %llu handles in all; %llu of %llu unpartitions elided with their partition\n",
+			     (unsigned long long)window_->tasks_deferred(), (unsigned long long)window_->groups_submitted(),
+			     (unsigned long long)window_->handles_submitted(), (unsigned long long)window_->plans_elided(),
+			     (unsigned long long)window_->unpartitions_recorded());
 	std::fprintf(stream, "[starpu-fusing] families: %zu\n", collector_->families());
 	print_topology(stream, topology_);
 	if (caps_.working_set_bytes > 0)

@@ -140,7 +140,7 @@ FUSING_PUBLIC void starpu_data_partition_plan(starpu_data_handle_t initial_handl
 	const unsigned nparts = f->get_nchildren ? f->get_nchildren(f, initial_handle) : f->nchildren;
 	/* The children exist only once StarPU made them: the window reads
 	 * them after the call. */
-	window->run_partition_change(fusing::SubmissionWindow::PartitionChange::plan, initial_handle, nparts, children, starpu_call);
+	window->run_partition_change(fusing::SubmissionWindow::PartitionChange::plan, initial_handle, nparts, children, starpu_call, f);
 }
 
 FUSING_PUBLIC void starpu_data_partition_submit(starpu_data_handle_t initial_handle, unsigned nparts, starpu_data_handle_t *children)

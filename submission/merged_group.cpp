@@ -30,6 +30,8 @@ struct RunningGroup {
 	std::vector<struct starpu_task *> members;
 	std::vector<unsigned> first_use;     /* member m's buffers start at buffer_of_use[first_use[m]] */
 	std::vector<unsigned> buffer_of_use; /* use -> the merged task's buffer */
+	std::vector<int> view_of_use;        /* empty, or use -> views, -1: none (GroupMembers) */
+	std::vector<ChildView> views;
 	bool one_codelet;                    /* every member has members[0]'s codelet */
 	std::optional<struct starpu_fusing_batched_implementation> batched;
 	GroupReports reports;
@@ -60,6 +62,38 @@ std::string codelet_names(const std::vector<struct starpu_task *> &members)
 	return names;
 }
 
+/* The interfaces of the group's child views (GroupMembers::make_view), in
+ * storage: each starts as the child's own interface on this worker's node
+ * (fields a filter may leave alone) and is filled by the plan's filter
+ * from the parent's interface the merged task got, as StarPU fills it when
+ * the plan is made (_starpu_data_partition, filters.c, 1.3 and 1.4).  The
+ * worker; the child is not active in StarPU, so nothing else touches its
+ * interface. */
+void build_child_views(const RunningGroup &group, void *buffers[], std::vector<std::max_align_t> &storage,
+		       std::vector<void *> &uses)
+{
+	const unsigned node = starpu_worker_get_memory_node(starpu_worker_get_id());
+	std::vector<std::size_t> offsets(group.views.size());
+	std::size_t words = 0;
+	for (std::size_t v = 0; v < group.views.size(); v++) {
+		offsets[v] = words;
+		const std::size_t size = starpu_data_get_interface_ops(group.views[v].child)->interface_size;
+		words += (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+	}
+	storage.resize(words);
+	for (std::size_t u = 0; u < uses.size(); u++) {
+		if (group.view_of_use[u] < 0)
+			continue;
+		const ChildView &view = group.views[static_cast<std::size_t>(group.view_of_use[u])];
+		void *child_interface = storage.data() + offsets[static_cast<std::size_t>(group.view_of_use[u])];
+		std::memcpy(child_interface, starpu_data_get_interface_on_node(view.child, node),
+			    starpu_data_get_interface_ops(view.child)->interface_size);
+		struct starpu_data_filter filter = *view.filter; /* filter_func takes it non-const */
+		filter.filter_func(buffers[group.buffer_of_use[u]], child_interface, &filter, view.index, view.nparts);
+		uses[u] = child_interface;
+	}
+}
+
 void run_group(void *buffers[], void *arg)
 {
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
@@ -67,6 +101,9 @@ void run_group(void *buffers[], void *arg)
 	std::vector<void *> uses(group->buffer_of_use.size());
 	for (std::size_t u = 0; u < uses.size(); u++)
 		uses[u] = buffers[group->buffer_of_use[u]];
+	std::vector<std::max_align_t> view_storage;
+	if (!group->views.empty())
+		build_child_views(*group, buffers, view_storage, uses);
 	const double start_us = starpu_timing_now();
 	if (group->batched) {
 		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(group->members[0]);
@@ -189,7 +226,10 @@ GroupCodelets &group_codelets()
  * not the handle's previous contents, so the merged task must fetch the
  * handle only if a member reads it before any earlier member wrote it (a
  * STARPU_W-only first use of a never-initialised handle must stay W, or
- * StarPU refuses to read it).  It writes it if any member does. */
+ * StarPU refuses to read it).  It writes it if any member does.  A child
+ * view (GroupMembers::make_view) writes only part of its parent: the rest
+ * must be fetched, and the parent counts as written only by a member
+ * writing it whole. */
 void fetch_only_what_members_read_first(const GroupMembers &members, const std::vector<unsigned> &buffer_of_use,
 					std::vector<enum starpu_data_access_mode> &merged_modes)
 {
@@ -197,12 +237,17 @@ void fetch_only_what_members_read_first(const GroupMembers &members, const std::
 	const std::vector<enum starpu_data_access_mode> &use_modes = members.use_modes;
 	std::vector<bool> written(nhandles, false), fetched(nhandles, false), any_write(nhandles, false);
 	for (std::size_t m = 0; m < members.tasks.size(); m++) {
-		for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
-			if ((use_modes[u] & STARPU_R) && !written[buffer_of_use[u]])
+		for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++) {
+			const bool needs_contents = (use_modes[u] & STARPU_R) || (members.is_view(u) && (use_modes[u] & STARPU_W));
+			if (needs_contents && !written[buffer_of_use[u]])
 				fetched[buffer_of_use[u]] = true;
+		}
 		for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
-			if (use_modes[u] & STARPU_W)
-				written[buffer_of_use[u]] = any_write[buffer_of_use[u]] = true;
+			if (use_modes[u] & STARPU_W) {
+				any_write[buffer_of_use[u]] = true;
+				if (!members.is_view(u))
+					written[buffer_of_use[u]] = true;
+			}
 	}
 	for (std::size_t h = 0; h < nhandles; h++) {
 		int mode = merged_modes[h] & ~STARPU_RW;
@@ -227,7 +272,8 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 	auto merged = merge_buffers(members.use_handles, members.use_modes);
 	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
 	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
-					       true, std::nullopt, reports, predicted_us};
+					       std::move(members.view_of_use), std::move(members.views), true, std::nullopt, reports,
+					       predicted_us};
 	int priority = group->members.front()->priority;
 	bool any_prologue = false;
 	for (struct starpu_task *member : group->members) {

@@ -26,6 +26,7 @@
 #include <starpu.h>
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
 namespace fusing {
@@ -45,6 +46,18 @@ struct GroupReports {
 
 using SubmitFunction = int (*)(struct starpu_task *);
 
+/* A use of a partition plan's child served from its parent's buffer when
+ * the window elided the plan's partition and unpartition (doc/design.md,
+ * section 12, plan elision): the use's handle is the parent, and the member
+ * gets the child's interface built from the parent's with the plan's
+ * filter, as StarPU builds it when the plan is made. */
+struct ChildView {
+	std::shared_ptr<const struct starpu_data_filter> filter; /* the plan's, copied */
+	starpu_data_handle_t child;
+	unsigned index;  /* the child's place in its plan */
+	unsigned nparts; /* the plan's children */
+};
+
 /* A group's members in order, and their buffers as they were when each was
  * deferred: a program may change its codelet's modes[] before its next
  * submission (DAHL does), and StarPU reads them at submission. */
@@ -52,7 +65,21 @@ struct GroupMembers {
 	std::vector<struct starpu_task *> tasks;
 	std::vector<unsigned> first_use; /* task m's buffers are uses first_use[m].. */
 	std::vector<starpu_data_handle_t> use_handles;
-	std::vector<enum starpu_data_access_mode> use_modes;
+	std::vector<enum starpu_data_access_mode> use_modes; /* a view's are the child's */
+	/* Empty, or per use: its view in views, or -1. */
+	std::vector<int> view_of_use;
+	std::vector<ChildView> views;
+
+	/* Use u, of a child, is served from parent from now on. */
+	void make_view(std::size_t use, starpu_data_handle_t parent, ChildView view)
+	{
+		if (view_of_use.empty())
+			view_of_use.assign(use_handles.size(), -1);
+		use_handles[use] = parent;
+		view_of_use[use] = static_cast<int>(views.size());
+		views.push_back(std::move(view));
+	}
+	bool is_view(std::size_t use) const { return !view_of_use.empty() && view_of_use[use] >= 0; }
 
 	/* Room for tasks of nbuffers each: one allocation per group. */
 	void reserve(std::size_t tasks_count, unsigned nbuffers)
@@ -70,6 +97,8 @@ struct GroupMembers {
 		for (unsigned b = 0; b < nbuffers; b++) {
 			use_handles.push_back(STARPU_TASK_GET_HANDLE(task, b));
 			use_modes.push_back(STARPU_TASK_GET_MODE(task, b));
+			if (!view_of_use.empty())
+				view_of_use.push_back(-1);
 		}
 	}
 	/* Uses of task m: [first_use[m], end_use(m)). */

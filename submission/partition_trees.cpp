@@ -35,10 +35,11 @@ PartitionTrees::Handle PartitionTrees::root_of(Handle handle) const
 	return handle;
 }
 
-void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t count)
+void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t count, const struct starpu_data_filter &filter)
 {
 	Node &node = nodes_[parent];
 	node.plans++;
+	node.filter = std::make_shared<const struct starpu_data_filter>(filter);
 	for (std::size_t i = 0; i < count; i++) {
 		Node &child = nodes_[children[i]];
 		child = Node{};
@@ -48,6 +49,20 @@ void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t
 	}
 	if (node.plans > 1)
 		exclude_tree(parent);
+}
+
+const std::vector<PartitionTrees::Handle> &PartitionTrees::plan_children(Handle parent) const
+{
+	static const std::vector<Handle> none;
+	auto node = nodes_.find(parent);
+	return node == nodes_.end() ? none : node->second.children;
+}
+
+const std::shared_ptr<const struct starpu_data_filter> &PartitionTrees::plan_filter(Handle parent) const
+{
+	static const std::shared_ptr<const struct starpu_data_filter> none;
+	auto node = nodes_.find(parent);
+	return node == nodes_.end() ? none : node->second.filter;
 }
 
 void PartitionTrees::forget_subtree(Handle handle)
@@ -84,6 +99,8 @@ void PartitionTrees::clean_plan(Handle parent, const Handle *children, std::size
 	}
 	if (p.plans > 0)
 		p.plans--;
+	if (p.plans == 0)
+		p.filter.reset();
 	if (p.plans == 0 && !p.parent)
 		nodes_.erase(node);
 }

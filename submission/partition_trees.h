@@ -27,6 +27,7 @@
 #include <starpu.h>
 
 #include <cstddef>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -50,9 +51,13 @@ public:
 	/* Whether one is the other's ancestor (not the same handle). */
 	bool related(Handle a, Handle b) const;
 
-	/* starpu_data_partition_plan(parent, ...) made these children.  A
-	 * second plan on one handle excludes its tree. */
-	void add_plan(Handle parent, const Handle *children, std::size_t count);
+	/* starpu_data_partition_plan(parent, filter, ...) made these
+	 * children.  A second plan on one handle excludes its tree. */
+	void add_plan(Handle parent, const Handle *children, std::size_t count, const struct starpu_data_filter &filter);
+	/* parent's plan: its children in the plan's order and a copy of its
+	 * filter (null when parent has no plan). */
+	const std::vector<Handle> &plan_children(Handle parent) const;
+	const std::shared_ptr<const struct starpu_data_filter> &plan_filter(Handle parent) const;
 	/* starpu_data_partition_clean: the children are unregistered. */
 	void clean_plan(Handle parent, const Handle *children, std::size_t count);
 	/* A call the program submitted, in program order. */
@@ -69,6 +74,7 @@ private:
 	struct Node {
 		Handle parent = nullptr;
 		std::vector<Handle> children; /* of its plan */
+		std::shared_ptr<const struct starpu_data_filter> filter; /* of its plan */
 		unsigned plans = 0;
 		unsigned partitioned = 0; /* active partitions (StarPU's partitioned) */
 		bool readonly = false;    /* its active partitions are read-only */

@@ -420,12 +420,17 @@ void SubmissionWindow::flush_locked()
 	clear_record_when_empty();
 }
 
-void SubmissionWindow::run_calls_locked(std::vector<std::function<void()>> calls)
+void SubmissionWindow::run_calls_locked(std::vector<PendingCall> calls)
 {
 	/* Taken out of the window first (calls is the caller's list, moved):
-	 * a call may run a callback that submits. */
-	for (const std::function<void()> &call : calls)
-		run_call(call);
+	 * a call may run a callback that submits.  A partition that goes to
+	 * StarPU ends its episode: its tasks will be on the children. */
+	for (const PendingCall &call : calls) {
+		if (call.opens_episode)
+			episodes_.erase(std::find_if(episodes_.begin(), episodes_.end(),
+						     [&](const PlanEpisode &e) { return e.parent == call.opens_episode; }));
+		run_call(call.run);
+	}
 	calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
 }
 
@@ -501,39 +506,144 @@ void SubmissionWindow::record_partition_call(PartitionTrees::Call call, starpu_d
 					     const starpu_data_handle_t *children, std::function<void()> starpu_call)
 {
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	if (call == PartitionTrees::Call::unpartition)
+		unpartitions_recorded_.fetch_add(1, std::memory_order_relaxed);
+	if (!episodes_.empty()) {
+		spoil_episodes_locked(call, parent);
+		if (call == PartitionTrees::Call::unpartition && elide_plan_locked(parent, nparts, children))
+			return;
+	}
 	trees_.apply(call, parent, children, nparts);
 	call_accesses(call, parent, nparts, children, accesses_);
 	const std::size_t position = std::max(order_.call_position(accesses_), first_open_);
 	const std::size_t opened = first_open_ + groups_.size();
 	const bool calls_at_position = position < opened ? !groups_[position - first_open_].calls_before.empty() : !pending_calls_.empty();
-	const bool runs_now = position == first_open_ && !calls_at_position;
 	if (!trees_.in_tree(parent) || trees_.excluded(parent)) {
 		/* Nothing of its tree is deferred any more: it runs now, after
 		 * what it must follow. */
-		if (!runs_now)
+		if (position != first_open_ || calls_at_position)
 			flush_locked();
 		run_call(starpu_call);
 		return;
 	}
+	/* A partition that its unpartition may elide waits in the window even
+	 * when nothing must precede it. */
+	const bool opens_episode = (call == PartitionTrees::Call::partition || call == PartitionTrees::Call::partition_readonly) &&
+				   may_elide(parent, nparts, children);
 	order_.place_call(position, accesses_);
-	if (runs_now) {
+	if (position == first_open_ && !calls_at_position && !opens_episode) {
 		/* Nothing in the window must run before it: StarPU may have
 		 * it now. */
 		run_call(starpu_call);
 		return;
 	}
-	if (position < opened)
-		groups_[position - first_open_].calls_before.push_back(std::move(starpu_call));
-	else
-		pending_calls_.push_back(std::move(starpu_call));
+	PendingCall pending{std::move(starpu_call), opens_episode ? parent : nullptr};
+	if (opens_episode)
+		episodes_.push_back(PlanEpisode{parent, std::min(position, opened), std::vector<starpu_data_handle_t>(children, children + nparts)});
+	if (position < opened) {
+		groups_[position - first_open_].calls_before.push_back(std::move(pending));
+	} else {
+		if (pending_calls_.empty())
+			pending_since_us_ = starpu_timing_now();
+		pending_calls_.push_back(std::move(pending));
+	}
 	if (calls_waiting_.fetch_add(1, std::memory_order_relaxed) == 0 && deferred_.load(std::memory_order_relaxed) == 0) {
 		std::lock_guard<std::mutex> closer_lock(closer_mutex_);
 		closer_wakeup_.notify_one();
 	}
 }
 
+bool SubmissionWindow::may_elide(starpu_data_handle_t parent, unsigned nparts, const starpu_data_handle_t *children) const
+{
+	if (!limits_.elide_plans || !trees_.plan_filter(parent))
+		return false;
+	/* The children of the parent's one plan, all of them, in its order:
+	 * each gets its place in the plan from there. */
+	const std::vector<starpu_data_handle_t> &plan = trees_.plan_children(parent);
+	if (plan.size() != nparts || !std::equal(plan.begin(), plan.end(), children))
+		return false;
+	/* The merged tasks will read the parent: StarPU refuses to read data
+	 * that never had a value, which a parent registered without a buffer
+	 * (home node -1) may not have (its partition would then submit no
+	 * switch; doc/design.md, section 12). */
+	if (starpu_data_get_home_node(parent) < 0)
+		return false;
+	for (const PlanEpisode &episode : episodes_)
+		if (episode.parent == parent)
+			return false;
+	return true;
+}
+
+void SubmissionWindow::spoil_episodes_locked(PartitionTrees::Call call, starpu_data_handle_t parent)
+{
+	/* Any other call on the episode's parent (an upgrade) or on a handle
+	 * of its tree (a plan of a child partitioned: its tasks' handles are
+	 * no children of the parent) leaves the episode to StarPU. */
+	for (PlanEpisode &episode : episodes_) {
+		const bool closes = call == PartitionTrees::Call::unpartition && parent == episode.parent;
+		if (!closes && (parent == episode.parent || trees_.related(parent, episode.parent)))
+			episode.spoiled = true;
+	}
+}
+
+bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned nparts, const starpu_data_handle_t *children)
+{
+	auto episode = std::find_if(episodes_.begin(), episodes_.end(), [&](const PlanEpisode &e) { return e.parent == parent; });
+	if (episode == episodes_.end() || episode->spoiled || episode->children.size() != nparts ||
+	    !std::equal(episode->children.begin(), episode->children.end(), children))
+		return false;
+	/* The partition is still in the window, so is every group from its
+	 * position on (groups go to StarPU in order, the call with the first):
+	 * take the call out. */
+	const std::size_t opened = first_open_ + groups_.size();
+	std::vector<PendingCall> &calls = episode->position < opened ? groups_[episode->position - first_open_].calls_before : pending_calls_;
+	auto partition = std::find_if(calls.begin(), calls.end(), [&](const PendingCall &c) { return c.opens_episode == parent; });
+	if (partition == calls.end())
+		return false;
+	calls.erase(partition);
+	calls_waiting_.fetch_sub(1, std::memory_order_relaxed);
+	/* Every use of a child since the partition is in those groups (the
+	 * uses conflict with the call): each becomes a view of the parent. */
+	const std::shared_ptr<const struct starpu_data_filter> &filter = trees_.plan_filter(parent);
+	auto child_index = [&](starpu_data_handle_t handle) -> long {
+		for (std::size_t c = 0; c < nparts; c++)
+			if (children[c] == handle)
+				return static_cast<long>(c);
+		return -1;
+	};
+	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
+		Group &group = groups_[g];
+		bool any_view = false;
+		for (std::size_t u = 0; u < group.members.use_handles.size(); u++) {
+			const long index = child_index(group.members.use_handles[u]);
+			if (index < 0)
+				continue;
+			group.members.make_view(u, parent, ChildView{filter, children[index], static_cast<unsigned>(index), nparts});
+			any_view = true;
+		}
+		if (any_view) {
+			/* The group now holds the parent, not the children
+			 * (fits_trees). */
+			std::vector<starpu_data_handle_t> &held = group.tree_handles;
+			held.erase(std::remove_if(held.begin(), held.end(), [&](starpu_data_handle_t h) { return child_index(h) >= 0; }),
+				   held.end());
+			if (std::find(held.begin(), held.end(), parent) == held.end())
+				held.push_back(parent);
+		}
+	}
+	episodes_.erase(episode);
+	/* The tree's state and the order rule's record are as if both calls
+	 * had been placed: what comes next is ordered the same way. */
+	trees_.apply(PartitionTrees::Call::unpartition, parent, children, nparts);
+	call_accesses(PartitionTrees::Call::unpartition, parent, nparts, children, accesses_);
+	order_.place_call(std::max(order_.call_position(accesses_), first_open_), accesses_);
+	plans_elided_.fetch_add(1, std::memory_order_relaxed);
+	return true;
+}
+
 void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_handle_t parent, unsigned nparts,
-					    const starpu_data_handle_t *children, const std::function<void()> &starpu_call)
+					    const starpu_data_handle_t *children, const std::function<void()> &starpu_call,
+					    const struct starpu_data_filter *plan_filter)
 {
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	switch (change) {
@@ -555,7 +665,7 @@ void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_
 	/* A plan's children exist only now. */
 	switch (change) {
 	case PartitionChange::plan:
-		trees_.add_plan(parent, children, nparts);
+		trees_.add_plan(parent, children, nparts, *plan_filter);
 		any_tree_.store(true, std::memory_order_relaxed);
 		break;
 	case PartitionChange::clean:
@@ -576,7 +686,12 @@ double SubmissionWindow::flush_overdue_locked()
 		overdue++;
 	if (overdue > 0)
 		submit_groups_through(first_open_ + overdue - 1);
-	return groups_.empty() ? 0.0 : groups_.front().opened_us + limits_.max_delay_us;
+	if (!groups_.empty())
+		return groups_.front().opened_us + limits_.max_delay_us;
+	/* Calls waiting for a group that may never open. */
+	if (!pending_calls_.empty() && now_us - pending_since_us_ >= limits_.max_delay_us)
+		flush_locked();
+	return pending_calls_.empty() ? 0.0 : pending_since_us_ + limits_.max_delay_us;
 }
 
 void SubmissionWindow::flush_worth_running_locked()

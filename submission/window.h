@@ -56,6 +56,7 @@ public:
 		std::uint64_t close_at_bytes;  /* the memory cap (sched/engine.h); 0: none */
 		std::uint64_t working_set_bytes; /* STARPU_FUSING_CACHE_CAP; 0: none */
 		bool always_defer;             /* STARPU_FUSING_HOLD=always: even while a worker waits */
+		bool elide_plans;              /* STARPU_FUSING_PLAN_ELISION */
 	};
 	/* Whether the task may be fused at all (STARPU_FUSING_ONLY/EXCLUDE,
 	 * and not a ready-time batch's merged task); predicted
@@ -117,17 +118,22 @@ public:
 	 * window (window_order.h, place_call) and handed to StarPU, through
 	 * starpu_call, between the groups it must follow and those that must
 	 * follow it; its tree's state changes now, in program order
-	 * (partition_trees.h). */
+	 * (partition_trees.h).  An unpartition whose partition is still in
+	 * the window with every task on the children since may elide both:
+	 * neither reaches StarPU, and the merged tasks access the parent
+	 * (elide_plan_locked). */
 	void record_partition_call(PartitionTrees::Call call, starpu_data_handle_t parent, unsigned nparts,
 				   const starpu_data_handle_t *children, std::function<void()> starpu_call);
 	/* Other partition functions run now, after the deferred work they
 	 * could observe: a plan (after what accesses the parent: StarPU copies
 	 * its state into the children), a cleaned plan (after what accesses
 	 * the parent or the children), and the calls the window does not
-	 * follow (after everything; their tree is no longer deferred). */
+	 * follow (after everything; their tree is no longer deferred).  A plan
+	 * passes its filter (plan_filter), which the window copies. */
 	enum class PartitionChange { plan, clean, unfollowed };
 	void run_partition_change(PartitionChange change, starpu_data_handle_t parent, unsigned nparts,
-				  const starpu_data_handle_t *children, const std::function<void()> &starpu_call);
+				  const starpu_data_handle_t *children, const std::function<void()> &starpu_call,
+				  const struct starpu_data_filter *plan_filter = nullptr);
 	/* The program acquires handle in mode: it is held from now on
 	 * (held_data.h), and the window is flushed.  The acquiring thread. */
 	void begin_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
@@ -149,11 +155,30 @@ public:
 	std::uint64_t tasks_deferred() const { return tasks_deferred_.load(std::memory_order_relaxed); }
 	std::uint64_t groups_submitted() const { return groups_submitted_.load(std::memory_order_relaxed); }
 	std::uint64_t handles_submitted() const { return handles_submitted_.load(std::memory_order_relaxed); }
+	std::uint64_t plans_elided() const { return plans_elided_.load(std::memory_order_relaxed); }
+	std::uint64_t unpartitions_recorded() const { return unpartitions_recorded_.load(std::memory_order_relaxed); }
 
 	SubmissionWindow(const SubmissionWindow &) = delete;
 	SubmissionWindow &operator=(const SubmissionWindow &) = delete;
 
 private:
+	/* A partition call waiting in the window.  opens_episode: the parent
+	 * of a partition that may be elided (episodes_), else null. */
+	struct PendingCall {
+		std::function<void()> run;
+		starpu_data_handle_t opens_episode = nullptr;
+	};
+	/* A partition in the window that its unpartition may elide (doc/design.md,
+	 * section 12, plan elision): from the partition call until it goes to
+	 * StarPU or its unpartition is recorded.  Every task on the children
+	 * since was placed in group position or later: they conflict with the
+	 * call. */
+	struct PlanEpisode {
+		starpu_data_handle_t parent;
+		std::size_t position; /* the group the call runs before */
+		std::vector<starpu_data_handle_t> children;
+		bool spoiled = false; /* another call in its tree came meanwhile */
+	};
 	struct Group {
 		GroupMembers members;
 		unsigned sched_ctx = 0;
@@ -162,7 +187,7 @@ private:
 		std::uint64_t bytes = 0;
 		double opened_us = 0.0;    /* starpu_timing_now() when its first member came */
 		/* Partition calls StarPU gets just before the merged task. */
-		std::vector<std::function<void()>> calls_before;
+		std::vector<PendingCall> calls_before;
 		/* The members' handles in partition trees: a group never holds
 		 * a handle and its ancestor (fits_trees()). */
 		std::vector<starpu_data_handle_t> tree_handles;
@@ -189,7 +214,15 @@ private:
 	 * to it.  mutex_ held. */
 	void run_call(const std::function<void()> &call);
 	/* Runs calls, taken out of the window, in order.  mutex_ held. */
-	void run_calls_locked(std::vector<std::function<void()>> calls);
+	void run_calls_locked(std::vector<PendingCall> calls);
+	/* Plan elision (PlanEpisode).  Whether the program's partition of
+	 * parent into children may open an episode; marks the episodes a call
+	 * on their tree spoils; elides the episode of parent for its
+	 * unpartition into children, if it can: returns false when the
+	 * unpartition must be placed as usual.  mutex_ held. */
+	bool may_elide(starpu_data_handle_t parent, unsigned nparts, const starpu_data_handle_t *children) const;
+	void spoil_episodes_locked(PartitionTrees::Call call, starpu_data_handle_t parent);
+	bool elide_plan_locked(starpu_data_handle_t parent, unsigned nparts, const starpu_data_handle_t *children);
 	/* Clears the order rule's record once it is large, nothing is in the
 	 * window and no group is being handed over.  mutex_ held. */
 	void clear_record_when_empty();
@@ -250,8 +283,12 @@ private:
 	std::atomic<bool> any_excluded_{false};
 
 	/* Calls placed after every open group, for the next group to open (or
-	 * the end of the window); guarded by mutex_. */
-	std::vector<std::function<void()>> pending_calls_;
+	 * the end of the window); guarded by mutex_.  With no group open, the
+	 * closer hands them over STARPU_FUSING_MAX_DELAY after the first came
+	 * (pending_since_us_, starpu_timing_now()). */
+	std::vector<PendingCall> pending_calls_;
+	double pending_since_us_ = 0.0;
+	std::vector<PlanEpisode> episodes_; /* guarded by mutex_; a few */
 	std::atomic<std::size_t> calls_waiting_{0}; /* in pending_calls_ and groups' calls_before; written under mutex_ */
 	/* Groups being handed to StarPU by this thread's calls below (StarPU
 	 * may run prologues that submit, in the same thread): the group
@@ -279,6 +316,8 @@ private:
 	std::atomic<std::uint64_t> tasks_deferred_{0};
 	std::atomic<std::uint64_t> groups_submitted_{0};
 	std::atomic<std::uint64_t> handles_submitted_{0}; /* over every merged task */
+	std::atomic<std::uint64_t> plans_elided_{0};
+	std::atomic<std::uint64_t> unpartitions_recorded_{0};
 
 	std::mutex closer_mutex_;
 	std::condition_variable closer_wakeup_;
