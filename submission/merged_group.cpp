@@ -63,33 +63,36 @@ std::string codelet_names(const std::vector<struct starpu_task *> &members)
 }
 
 /* The interfaces of the group's child views (GroupMembers::make_view), in
- * storage: each starts as the child's own interface on this worker's node
- * (fields a filter may leave alone) and is filled by the plan's filter
- * from the parent's interface the merged task got, as StarPU fills it when
- * the plan is made (_starpu_data_partition, filters.c, 1.3 and 1.4).  The
- * worker; the child is not active in StarPU, so nothing else touches its
- * interface. */
+ * storage: each starts as the child's interface copied when the plan was
+ * elided (fields a filter may leave alone) and is filled by the plan's
+ * filter from the parent's interface the merged task got, as StarPU fills
+ * it when the plan is made (_starpu_data_partition, filters.c, 1.3 and
+ * 1.4).  The worker. */
 void build_child_views(const RunningGroup &group, void *buffers[], std::vector<std::max_align_t> &storage,
 		       std::vector<void *> &uses)
 {
-	const unsigned node = starpu_worker_get_memory_node(starpu_worker_get_id());
+	auto words_of = [](const ChildView &view) {
+		const std::size_t size = view.plan->child_interfaces[view.index].size();
+		return (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+	};
 	std::vector<std::size_t> offsets(group.views.size());
 	std::size_t words = 0;
 	for (std::size_t v = 0; v < group.views.size(); v++) {
 		offsets[v] = words;
-		const std::size_t size = starpu_data_get_interface_ops(group.views[v].child)->interface_size;
-		words += (size + sizeof(std::max_align_t) - 1) / sizeof(std::max_align_t);
+		words += words_of(group.views[v]);
 	}
 	storage.resize(words);
 	for (std::size_t u = 0; u < uses.size(); u++) {
 		if (group.view_of_use[u] < 0)
 			continue;
-		const ChildView &view = group.views[static_cast<std::size_t>(group.view_of_use[u])];
-		void *child_interface = storage.data() + offsets[static_cast<std::size_t>(group.view_of_use[u])];
-		std::memcpy(child_interface, starpu_data_get_interface_on_node(view.child, node),
-			    starpu_data_get_interface_ops(view.child)->interface_size);
-		struct starpu_data_filter filter = *view.filter; /* filter_func takes it non-const */
-		filter.filter_func(buffers[group.buffer_of_use[u]], child_interface, &filter, view.index, view.nparts);
+		const std::size_t v = static_cast<std::size_t>(group.view_of_use[u]);
+		const ChildView &view = group.views[v];
+		const std::vector<unsigned char> &template_interface = view.plan->child_interfaces[view.index];
+		void *child_interface = storage.data() + offsets[v];
+		std::memcpy(child_interface, template_interface.data(), template_interface.size());
+		struct starpu_data_filter filter = view.plan->filter; /* filter_func takes it non-const */
+		filter.filter_func(buffers[group.buffer_of_use[u]], child_interface, &filter, view.index,
+				   static_cast<unsigned>(view.plan->child_interfaces.size()));
 		uses[u] = child_interface;
 	}
 }

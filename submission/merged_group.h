@@ -46,16 +46,22 @@ struct GroupReports {
 
 using SubmitFunction = int (*)(struct starpu_task *);
 
-/* A use of a partition plan's child served from its parent's buffer when
- * the window elided the plan's partition and unpartition (doc/design.md,
- * section 12, plan elision): the use's handle is the parent, and the member
- * gets the child's interface built from the parent's with the plan's
- * filter, as StarPU builds it when the plan is made. */
+/* A partition plan as the window elided it (doc/design.md, section 12,
+ * plan elision): its filter and each child's interface on the main memory
+ * node, copied then.  The program may clean the plan, which unregisters the
+ * children, before the merged task runs: StarPU sees no task on them. */
+struct ElidedPlan {
+	struct starpu_data_filter filter;
+	std::vector<std::vector<unsigned char>> child_interfaces; /* in the plan's order */
+};
+
+/* A use of a plan's child served from its parent's buffer: the use's handle
+ * is the parent, and the member gets the child's interface built from the
+ * parent's with the plan's filter, as StarPU builds it when the plan is
+ * made. */
 struct ChildView {
-	std::shared_ptr<const struct starpu_data_filter> filter; /* the plan's, copied */
-	starpu_data_handle_t child;
-	unsigned index;  /* the child's place in its plan */
-	unsigned nparts; /* the plan's children */
+	std::shared_ptr<const ElidedPlan> plan;
+	unsigned index; /* the child's place in the plan */
 };
 
 /* A group's members in order, and their buffers as they were when each was

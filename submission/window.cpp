@@ -604,7 +604,13 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 	calls_waiting_.fetch_sub(1, std::memory_order_relaxed);
 	/* Every use of a child since the partition is in those groups (the
 	 * uses conflict with the call): each becomes a view of the parent. */
-	const std::shared_ptr<const struct starpu_data_filter> &filter = trees_.plan_filter(parent);
+	auto plan = std::make_shared<ElidedPlan>();
+	plan->filter = *trees_.plan_filter(parent);
+	plan->child_interfaces.resize(nparts);
+	for (unsigned c = 0; c < nparts; c++) {
+		const auto *bytes = static_cast<const unsigned char *>(starpu_data_get_interface_on_node(children[c], STARPU_MAIN_RAM));
+		plan->child_interfaces[c].assign(bytes, bytes + starpu_data_get_interface_ops(children[c])->interface_size);
+	}
 	auto child_index = [&](starpu_data_handle_t handle) -> long {
 		for (std::size_t c = 0; c < nparts; c++)
 			if (children[c] == handle)
@@ -618,7 +624,7 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 			const long index = child_index(group.members.use_handles[u]);
 			if (index < 0)
 				continue;
-			group.members.make_view(u, parent, ChildView{filter, children[index], static_cast<unsigned>(index), nparts});
+			group.members.make_view(u, parent, ChildView{plan, static_cast<unsigned>(index)});
 			any_view = true;
 		}
 		if (any_view) {

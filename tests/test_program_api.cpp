@@ -817,6 +817,80 @@ void api_partition_calls_keep_program_order(void **)
 	finish();
 }
 
+/* Two children of a vector, a quarter each, at its start and its middle:
+ * the rest of the vector belongs to no child. */
+void pick_two_quarters(void *parent_interface, void *child_interface, struct starpu_data_filter *, unsigned id, unsigned)
+{
+	const auto *parent = static_cast<const struct starpu_vector_interface *>(parent_interface);
+	auto *child = static_cast<struct starpu_vector_interface *>(child_interface);
+	*child = *parent;
+	child->nx = parent->nx / 4;
+	const std::size_t offset = id * (parent->nx / 2) * parent->elemsize;
+	if (parent->ptr)
+		child->ptr = parent->ptr + offset;
+	child->dev_handle = parent->dev_handle;
+	child->offset = parent->offset + offset;
+}
+
+/* Whether a task on a plan's child got an interface other than StarPU's own
+ * for that child: the window elided the plan and built it from the
+ * parent's. */
+std::atomic<unsigned> children_served_from_parent{0};
+void vector_add_one_noting_view(void **buffers, void *arg)
+{
+	struct starpu_task *current = starpu_task_get_current();
+	const unsigned node = starpu_worker_get_memory_node(starpu_worker_get_id());
+	if (buffers[0] != starpu_data_get_interface_on_node(STARPU_TASK_GET_HANDLE(current, 0), node))
+		children_served_from_parent++;
+	vector_add_one(buffers, arg);
+}
+struct starpu_codelet vector_add_one_noting_view_cl = codelet(vector_add_one_noting_view, 1, "vector_add_one_noting_view");
+
+/* A partition, tasks on its children and the unpartition, all in the
+ * window, then the plan cleaned while the worker is busy: the window elides
+ * the partition and the unpartition (doc/design.md, section 12), and the
+ * merged task runs on the parent after the clean unregistered the children.
+ * The children cover half of the vector: the other half keeps its values.
+ * Under ASan, building the children's interfaces from the handles the clean
+ * had freed was a heap-use-after-free. */
+void api_elided_plan_cleaned_before_its_tasks_ran(void **)
+{
+	start("api_elided_plan_cleaned_before_its_tasks_ran", 1);
+	long values[kElements];
+	HostVector host;
+	for (unsigned i = 0; i < kElements; i++)
+		values[i] = host.values[i];
+	starpu_data_handle_t whole, quarters[2];
+	starpu_vector_data_register(&whole, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(values), kElements, sizeof(long));
+	struct starpu_data_filter pick;
+	std::memset(&pick, 0, sizeof(pick));
+	pick.filter_func = pick_two_quarters;
+	pick.nchildren = 2;
+	starpu_data_partition_plan(whole, &pick, quarters);
+	children_served_from_parent = 0;
+	struct starpu_task *blocker = occupy_a_worker();
+
+	starpu_data_partition_submit(whole, 2, quarters);
+	for (int round = 0; round < 2; round++)
+		for (unsigned q = 0; q < 2; q++) {
+			submit_vector_task(&vector_add_one_noting_view_cl, quarters[q]);
+			host.add_one(q * kElements / 2, kElements / 4);
+		}
+	starpu_data_unpartition_submit(whole, 2, quarters, STARPU_MAIN_RAM);
+	starpu_data_partition_clean(whole, 2, quarters);
+
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(whole);
+	for (unsigned i = 0; i < kElements; i++)
+		assert_int_equal(values[i], host.values[i]);
+	if (native)
+		assert_int_equal(children_served_from_parent.load(), 0);
+	else if (getenv("STARPU_FUSING_HOLD") && strcmp(getenv("STARPU_FUSING_PLAN_ELISION") ?: "on", "on") == 0)
+		assert_int_equal(children_served_from_parent.load(), 4);
+	finish();
+}
+
 /* A flush hands over a group whose member's prologue, run by StarPU inside
  * that submission, submits a task the window defers: it opens the group
  * the unpartition waiting at the end of the window was placed before.  The
@@ -934,6 +1008,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_partition_calls_keep_program_order),
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
+		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
 	};
 	if (const char *only = getenv("API_TEST"))
 		cmocka_set_test_filter(only);

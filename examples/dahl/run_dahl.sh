@@ -5,7 +5,7 @@
 # run.  DAHL (github PhoqueEberlue/dahl) is not part of this project: build
 # it against StarPU 1.4 and this project against the same StarPU.
 #
-#   run_dahl.sh [-runs N] [-epochs E] [-workers W] [-data DIR] -out DIR BASIC_CNN
+#   run_dahl.sh [-runs N] [-epochs E] [-workers W] [-data DIR] [-only LABELS] -out DIR BASIC_CNN
 #
 # Each run trains E epochs (default 4) of DAHL's built-in synthetic dataset
 # at DAHL_IMG x DAHL_IMG (default 28), whose images are all zeros
@@ -17,7 +17,8 @@
 # StarPU's start, is left out).  A run's time is the mean of its epochs 1 to
 # E-1; the table gives the median over runs (min-max), every configuration
 # run once per round, rounds one after another.  -workers sets STARPU_NCPU
-# (default: StarPU's, one CPU worker per core).
+# (default: StarPU's, one CPU worker per core).  -only runs the configurations
+# named (comma-separated labels of the list below).
 # Writes DIR/dahl_runs.csv (one line per epoch) and DIR/dahl_stats.txt,
 # prints Markdown.  Environment: FUSING_LAUNCHER, STARPU_FUSING_LIBRARY (a
 # build of this project for StarPU 1.4).
@@ -26,6 +27,7 @@ runs=3
 epochs=4
 out=.
 data=
+only=
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-runs) runs=$2; shift 2 ;;
@@ -33,11 +35,12 @@ while [ $# -gt 1 ]; do
 	-workers) export STARPU_NCPU="$2"; shift 2 ;;
 	-out) out=$2; shift 2 ;;
 	-data) data=$(cd "$2" && pwd); shift 2 ;;
+	-only) only=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-	echo "usage: $0 [-runs N] [-epochs E] [-workers W] [-data DIR] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
+	echo "usage: $0 [-runs N] [-epochs E] [-workers W] [-data DIR] [-only LABELS] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
 	exit 2
 fi
 program=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -51,26 +54,33 @@ out=$(cd "$out" && pwd)
 runs_csv="$out/dahl_runs.csv"
 
 # label, how it runs: a built-in policy alone, or fusing (over lws) with
-# STARPU_FUSING_KERNELS and STARPU_FUSING_MODE.
+# STARPU_FUSING_KERNELS, STARPU_FUSING_MODE and STARPU_FUSING_PLAN_ELISION.
 configurations="eager builtin eager
 lws builtin lws
 ws builtin ws
 dmda builtin dmda
 dmdas builtin dmdas
-fusing-kernels fusing auto ready
-fusing-no-kernels fusing off ready
-fusing-both-kernels fusing auto both"
+fusing-kernels fusing auto ready on
+fusing-no-kernels fusing off ready on
+fusing-both-kernels fusing auto both on
+fusing-both-no-kernels fusing off both on
+fusing-both-no-elision fusing auto both off"
+if [ -n "$only" ]; then
+	configurations=$(echo "$configurations" | awk -v only=",$only," 'index(only, "," $1 ",")')
+	[ -n "$configurations" ] || { echo "-only $only: no such configuration" >&2; exit 2; }
+fi
 
 # Runs the configuration; prints "seconds_since_start epoch loss accuracy"
 # per epoch line (DAHL's stdout is line-buffered through stdbuf, so that
 # each line is read as it is printed).
-run_once() { # HOW ARG1 ARG2
+run_once() { # HOW ARG1 ARG2 ARG3
 	start=$(date +%s.%N)
 	(
 		cd "$out"
 		case "$1" in
 		builtin) STARPU_SCHED=$2 stdbuf -oL "$program" ${images:+"$images" "$labels"} ;;
-		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 stdbuf -oL "$launcher" "$program" ${images:+"$images" "$labels"} ;;
+		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 STARPU_FUSING_PLAN_ELISION=$4 \
+			stdbuf -oL "$launcher" "$program" ${images:+"$images" "$labels"} ;;
 		esac
 	) 2>/dev/null | while IFS= read -r line; do
 		now=$(date +%s.%N)
@@ -83,9 +93,9 @@ run_once() { # HOW ARG1 ARG2
 
 echo "configuration,round,epoch,seconds,loss,accuracy" > "$runs_csv"
 for round in $(seq "$runs"); do
-	echo "$configurations" | while read -r label how first second; do
+	echo "$configurations" | while read -r label how first second third; do
 		previous=0
-		run_once "$how" "$first" "${second:-}" > "$out/run.tmp"
+		run_once "$how" "$first" "${second:-}" "${third:-}" > "$out/run.tmp"
 		[ "$(wc -l < "$out/run.tmp")" = "$epochs" ] || { echo "basic_cnn under $label printed $(wc -l < "$out/run.tmp") of $epochs epochs" >&2; exit 1; }
 		while read -r at epoch loss accuracy; do
 			echo "$label,$round,$epoch,$(echo "$at - $previous" | bc),$loss,$accuracy" >> "$runs_csv"
