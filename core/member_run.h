@@ -72,9 +72,13 @@ inline void record_in_starpu_profiling(struct starpu_task *member, double start_
  * starpu_fusing_current_batch_size() answers meanwhile; merged_buffer_of
  * and stands_for as RunningMemberScope's. */
 inline void run_member(struct starpu_task *member, void **buffers, std::size_t batch_size,
-		       const unsigned *merged_buffer_of = nullptr, struct starpu_task *stands_for = nullptr)
+		       const unsigned *merged_buffer_of = nullptr, struct starpu_task *stands_for = nullptr,
+		       bool handles_registered = true)
 {
-	const bool calibrating = starpu_calibrates(member);
+	/* StarPU's model reads the member's handles (their sizes and
+	 * footprints): not when some may be unregistered already (a child of
+	 * an elided plan the program cleaned; submission/merged_group.h). */
+	const bool calibrating = handles_registered && starpu_calibrates(member);
 	const bool profiled = starpu_profiles(member);
 	const double start_us = calibrating || profiled ? starpu_timing_now() : 0.0;
 	{

@@ -32,6 +32,7 @@ struct RunningGroup {
 	std::vector<unsigned> buffer_of_use; /* use -> the merged task's buffer */
 	std::vector<int> view_of_use;        /* empty, or use -> views, -1: none (GroupMembers) */
 	std::vector<ChildView> views;
+	std::vector<bool> has_view;          /* empty, or per member: some use is a view */
 	bool one_codelet;                    /* every member has members[0]'s codelet */
 	std::optional<struct starpu_fusing_batched_implementation> batched;
 	GroupReports reports;
@@ -63,11 +64,13 @@ std::string codelet_names(const std::vector<struct starpu_task *> &members)
 }
 
 /* The interfaces of the group's child views (GroupMembers::make_view), in
- * storage: each starts as the child's interface copied when the plan was
- * elided (fields a filter may leave alone) and is filled by the plan's
- * filter from the parent's interface the merged task got, as StarPU fills
- * it when the plan is made (_starpu_data_partition, filters.c, 1.3 and
- * 1.4).  The worker. */
+ * storage.  StarPU computed each child's interface on the main memory node
+ * from the parent's there when the plan was made, with the plan's filter
+ * (_starpu_data_partition, filters.c, 1.3 and 1.4); when the parent's
+ * interface the merged task got is still the one copied with them, the
+ * child's copy is its interface.  Otherwise (another memory node) the
+ * filter builds it from the parent's, starting from that copy for the
+ * fields a filter may leave alone.  The worker. */
 void build_child_views(const RunningGroup &group, void *buffers[], std::vector<std::max_align_t> &storage,
 		       std::vector<void *> &uses)
 {
@@ -86,13 +89,16 @@ void build_child_views(const RunningGroup &group, void *buffers[], std::vector<s
 		if (group.view_of_use[u] < 0)
 			continue;
 		const std::size_t v = static_cast<std::size_t>(group.view_of_use[u]);
-		const ChildView &view = group.views[v];
-		const std::vector<unsigned char> &template_interface = view.plan->child_interfaces[view.index];
+		const ElidedPlan &plan = *group.views[v].plan;
+		const unsigned index = group.views[v].index;
+		void *parent_interface = buffers[group.buffer_of_use[u]];
 		void *child_interface = storage.data() + offsets[v];
-		std::memcpy(child_interface, template_interface.data(), template_interface.size());
-		struct starpu_data_filter filter = view.plan->filter; /* filter_func takes it non-const */
-		filter.filter_func(buffers[group.buffer_of_use[u]], child_interface, &filter, view.index,
-				   static_cast<unsigned>(view.plan->child_interfaces.size()));
+		std::memcpy(child_interface, plan.child_interfaces[index].data(), plan.child_interfaces[index].size());
+		if (std::memcmp(parent_interface, plan.parent_interface.data(), plan.parent_interface.size()) != 0) {
+			struct starpu_data_filter filter = plan.filter; /* filter_func takes it non-const */
+			filter.filter_func(parent_interface, child_interface, &filter, index,
+					   static_cast<unsigned>(plan.child_interfaces.size()));
+		}
 		uses[u] = child_interface;
 	}
 }
@@ -120,12 +126,14 @@ void run_group(void *buffers[], void *arg)
 					 group->batched->batch_arg);
 	} else if (group->one_codelet) {
 		for (std::size_t i = 0; i < ntasks; i++)
-			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged);
+			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
+				   group->has_view.empty() || !group->has_view[i]);
 	} else {
 		/* Several codelets: each member's time goes to its own codelet. */
 		for (std::size_t i = 0; i < ntasks; i++) {
 			const double member_start_us = starpu_timing_now();
-			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged);
+			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
+				   group->has_view.empty() || !group->has_view[i]);
 			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
 		}
 	}
@@ -275,8 +283,17 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 	auto merged = merge_buffers(members.use_handles, members.use_modes);
 	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
 	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
-					       std::move(members.view_of_use), std::move(members.views), true, std::nullopt, reports,
+					       std::move(members.view_of_use), std::move(members.views), {}, true, std::nullopt, reports,
 					       predicted_us};
+	if (!group->views.empty()) {
+		group->has_view.assign(group->members.size(), false);
+		for (std::size_t m = 0; m < group->members.size(); m++) {
+			const std::size_t end = m + 1 < group->members.size() ? group->first_use[m + 1] : group->buffer_of_use.size();
+			for (std::size_t u = group->first_use[m]; u < end; u++)
+				if (group->view_of_use[u] >= 0)
+					group->has_view[m] = true;
+		}
+	}
 	int priority = group->members.front()->priority;
 	bool any_prologue = false;
 	for (struct starpu_task *member : group->members) {

@@ -47,12 +47,13 @@ struct GroupReports {
 using SubmitFunction = int (*)(struct starpu_task *);
 
 /* A partition plan as the window elided it (doc/design.md, section 12,
- * plan elision): its filter and each child's interface on the main memory
- * node, copied then.  The program may clean the plan, which unregisters the
+ * plan elision): its filter and the parent's and each child's interface on
+ * the main memory node, copied then.  The program may clean the plan, which unregisters the
  * children, before the merged task runs: StarPU sees no task on them. */
 struct ElidedPlan {
 	struct starpu_data_filter filter;
-	std::vector<std::vector<unsigned char>> child_interfaces; /* in the plan's order */
+	std::vector<unsigned char> parent_interface;              /* on the main memory node */
+	std::vector<std::vector<unsigned char>> child_interfaces; /* the same, in the plan's order */
 };
 
 /* A use of a plan's child served from its parent's buffer: the use's handle

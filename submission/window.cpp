@@ -4,6 +4,7 @@
 #include "build_config.h"
 #include "core/current_member.h"
 #include "core/eligibility.h"
+#include "core/member_run.h"
 #include "submission/starpu_code.h"
 
 #include <algorithm>
@@ -592,6 +593,24 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 	if (episode == episodes_.end() || episode->spoiled || episode->children.size() != nparts ||
 	    !std::equal(episode->children.begin(), episode->children.end(), children))
 		return false;
+	auto child_index = [&](starpu_data_handle_t handle) -> long {
+		for (std::size_t c = 0; c < nparts; c++)
+			if (children[c] == handle)
+				return static_cast<long>(c);
+		return -1;
+	};
+	/* A member whose codelet's model StarPU calibrates adds its duration
+	 * to the model, which reads its handles: the program may unregister
+	 * the children (cleaning the plan) before it runs.  Then the partition
+	 * goes to StarPU (doc/design.md, section 12). */
+	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
+		const GroupMembers &members = groups_[g].members;
+		for (std::size_t m = 0; m < members.tasks.size(); m++)
+			if (starpu_calibrates(members.tasks[m]))
+				for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
+					if (child_index(members.use_handles[u]) >= 0)
+						return false;
+	}
 	/* The partition is still in the window, so is every group from its
 	 * position on (groups go to StarPU in order, the call with the first):
 	 * take the call out. */
@@ -606,17 +625,14 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 	 * uses conflict with the call): each becomes a view of the parent. */
 	auto plan = std::make_shared<ElidedPlan>();
 	plan->filter = *trees_.plan_filter(parent);
-	plan->child_interfaces.resize(nparts);
-	for (unsigned c = 0; c < nparts; c++) {
-		const auto *bytes = static_cast<const unsigned char *>(starpu_data_get_interface_on_node(children[c], STARPU_MAIN_RAM));
-		plan->child_interfaces[c].assign(bytes, bytes + starpu_data_get_interface_ops(children[c])->interface_size);
-	}
-	auto child_index = [&](starpu_data_handle_t handle) -> long {
-		for (std::size_t c = 0; c < nparts; c++)
-			if (children[c] == handle)
-				return static_cast<long>(c);
-		return -1;
+	auto copy_interface = [](starpu_data_handle_t handle, std::vector<unsigned char> &copy) {
+		const auto *bytes = static_cast<const unsigned char *>(starpu_data_get_interface_on_node(handle, STARPU_MAIN_RAM));
+		copy.assign(bytes, bytes + starpu_data_get_interface_ops(handle)->interface_size);
 	};
+	copy_interface(parent, plan->parent_interface);
+	plan->child_interfaces.resize(nparts);
+	for (unsigned c = 0; c < nparts; c++)
+		copy_interface(children[c], plan->child_interfaces[c]);
 	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
 		Group &group = groups_[g];
 		bool any_view = false;
