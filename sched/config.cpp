@@ -61,7 +61,7 @@ const char *const known_variables[] = {
 	"STARPU_FUSING", "STARPU_FUSING_BASE", "STARPU_FUSING_MAX_BATCH", "STARPU_FUSING_MIN_BATCH",
 	"STARPU_FUSING_TARGET", "STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE",
 	"STARPU_FUSING_MAX_DELAY", "STARPU_FUSING_MAX_TASK", "STARPU_FUSING_CACHE_CAP", "STARPU_FUSING_STATS", "STARPU_FUSING_HOLD", "STARPU_FUSING_MODE", "STARPU_FUSING_LIBRARY",
-	"STARPU_FUSING_TRACE", "STARPU_FUSING_KERNELS", "STARPU_FUSING_PLAN_ELISION",
+	"STARPU_FUSING_TRACE", "STARPU_FUSING_KERNELS", "STARPU_FUSING_PLAN_ELISION", "STARPU_FUSING_IDLE_WORKERS",
 };
 
 /* Reads the duration variable name, when set, into *value_us if it lies in
@@ -223,6 +223,11 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			 "on (run the tasks between a partition and its unpartition on the parent when both are in the "
 			 "submission window) or off",
 			 &config.elide_plans, result.error))
+		return result;
+
+	if (!read_choice(lookup, "STARPU_FUSING_IDLE_WORKERS", {{"sleep", true}, {"poll", false}},
+			 "sleep (a CPU worker that found no task sleeps until one is pushed) or poll (StarPU's own loop)",
+			 &config.idle_workers_sleep, result.error))
 		return result;
 
 	if (auto text = lookup("STARPU_FUSING_TRACE")) {

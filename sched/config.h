@@ -31,6 +31,10 @@ struct Config {
 	 * partition and unpartition, running the tasks on its children in
 	 * merged tasks on the parent (doc/design.md, section 12). */
 	bool elide_plans = true;
+	/* STARPU_FUSING_IDLE_WORKERS: sleep (a CPU worker that found nothing
+	 * sleeps until a task is pushed; sched/idle_workers.h) or poll
+	 * (StarPU's own behaviour). */
+	bool idle_workers_sleep = true;
 	std::string trace_path;               /* STARPU_FUSING_TRACE; empty: no trace */
 	/* STARPU_FUSING_KERNELS: the kernel pack entries that may bind to a
 	 * program's codelets (kernels/pack.h): nullopt for auto (all of

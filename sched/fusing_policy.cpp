@@ -89,16 +89,22 @@ int push_task(struct starpu_task *task)
 	int ret = base->push_task(task);
 	if (e && ret != 0)
 		e->on_push_refused(sched_ctx);
+	else if (e && e->idle_workers_sleep())
+		e->idle_workers().pushed();
 	return ret;
 }
 
 struct starpu_task *pop_task(unsigned sched_ctx)
 {
 	InsideStarpuScope scheduling;
+	Engine *e = current_engine();
+	const std::uint64_t pushes_before = e && e->idle_workers_sleep() ? e->idle_workers().pushes_seen() : 0;
 	struct starpu_task *task = base->pop_task ? base->pop_task(sched_ctx) : nullptr;
-	if (!task)
-		if (Engine *e = current_engine())
-			e->on_worker_found_nothing(sched_ctx);
+	if (!task && e) {
+		e->on_worker_found_nothing(sched_ctx);
+		if (e->idle_workers_sleep())
+			e->idle_workers().rest(pushes_before);
+	}
 	return task;
 }
 

@@ -40,9 +40,11 @@ static void config_reads_every_variable(void **)
 					   {"STARPU_FUSING_MAX_BATCH", "128"}, {"STARPU_FUSING_MAX_DELAY", "250us"}, {"STARPU_FUSING_MAX_TASK", "2ms"},
 					   {"STARPU_FUSING_CACHE_CAP", "l3"},
 					   {"STARPU_FUSING_STATS", "1"}, {"STARPU_FUSING_HOLD", "always"},
-					   {"STARPU_FUSING_TRACE", "batches.csv"}, {"STARPU_FUSING_PLAN_ELISION", "off"}}));
+					   {"STARPU_FUSING_TRACE", "batches.csv"}, {"STARPU_FUSING_PLAN_ELISION", "off"},
+					   {"STARPU_FUSING_IDLE_WORKERS", "poll"}}));
 	assert_true(r.error.empty());
 	assert_false(r.config.elide_plans);
+	assert_false(r.config.idle_workers_sleep);
 	assert_false(r.config.fusion_enabled);
 	assert_string_equal(r.config.base_policy.c_str(), "eager");
 	assert_int_equal(r.config.max_batch_tasks, 128);
@@ -107,6 +109,7 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_MODE", "eager", "ready (batch ready tasks), submission");
 	expect_error("STARPU_FUSING_TRACE", "", "a file name");
 	expect_error("STARPU_FUSING_PLAN_ELISION", "1", "on (run the tasks between a partition");
+	expect_error("STARPU_FUSING_IDLE_WORKERS", "yield", "sleep (a CPU worker that found no task");
 	expect_error("STARPU_FUSING_CACHE_CAP", "l4", "off, l2 or l3");
 	expect_error("STARPU_FUSING_CACHE_CAP", "L2", "off, l2 or l3");
 	expect_error("STARPU_FUSING_TARGET", "fast", "from 1us to 100s");
@@ -137,6 +140,7 @@ static void config_reads_the_fusion_mode(void **)
 {
 	assert_true(parse_config(env({})).config.mode == Config::Mode::ready);
 	assert_true(parse_config(env({})).config.elide_plans);
+	assert_true(parse_config(env({})).config.idle_workers_sleep);
 	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "ready"}})).config.mode == Config::Mode::ready);
 	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "submission"}})).config.mode == Config::Mode::submission);
 	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "both"}})).config.mode == Config::Mode::both);

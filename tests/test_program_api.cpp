@@ -17,6 +17,8 @@
 #include <starpu.h>
 
 #include <sched.h>
+#include <pthread.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdio>
@@ -891,6 +893,55 @@ void api_elided_plan_cleaned_before_its_tasks_ran(void **)
 	finish();
 }
 
+/* The CPU clock of the worker running it, one per worker. */
+clockid_t worker_clocks[2];
+void note_worker_clock(void **, void *)
+{
+	pthread_getcpuclockid(pthread_self(), &worker_clocks[starpu_worker_get_id()]);
+}
+struct starpu_codelet note_worker_clock_cl = codelet(note_worker_clock, 0, "note_worker_clock");
+
+double workers_cpu_seconds()
+{
+	double total = 0.0;
+	for (clockid_t clock : worker_clocks) {
+		struct timespec used;
+		clock_gettime(clock, &used);
+		total += double(used.tv_sec) + double(used.tv_nsec) * 1e-9;
+	}
+	return total;
+}
+
+/* While the program has nothing for them, two workers leave their cores to
+ * other threads (STARPU_FUSING_IDLE_WORKERS=sleep, the default;
+ * sched/idle_workers.h): over 200 ms in which the program's thread sleeps,
+ * the two workers use under a quarter of one core.  StarPU's own drivers
+ * poll (Debian's build: STARPU_NON_BLOCKING_DRIVERS), as does fusing with
+ * STARPU_FUSING_IDLE_WORKERS=poll: then they take what the machine's
+ * cores give them. */
+void api_idle_workers_leave_their_cores(void **)
+{
+	start("api_idle_workers_leave_their_cores", 2);
+	for (unsigned worker = 0; worker < 2; worker++) {
+		struct starpu_task *task = starpu_task_create();
+		task->cl = &note_worker_clock_cl;
+		task->execute_on_a_specific_worker = 1;
+		task->workerid = worker;
+		assert_int_equal(starpu_task_submit(task), 0);
+	}
+	starpu_task_wait_for_all();
+	const double before = workers_cpu_seconds();
+	struct timespec idle = {0, 200 * 1000 * 1000};
+	while (nanosleep(&idle, &idle) != 0) {
+	}
+	const double used = workers_cpu_seconds() - before;
+	const char *idle_setting = getenv("STARPU_FUSING_IDLE_WORKERS");
+	std::printf("the two workers used %.3f s of CPU in 0.200 s\n", used);
+	if (!native && (!idle_setting || strcmp(idle_setting, "sleep") == 0))
+		assert_true(used < 0.050);
+	finish();
+}
+
 /* A flush hands over a group whose member's prologue, run by StarPU inside
  * that submission, submits a task the window defers: it opens the group
  * the unpartition waiting at the end of the window was placed before.  The
@@ -1009,6 +1060,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
+		cmocka_unit_test(api_idle_workers_leave_their_cores),
 	};
 	if (const char *only = getenv("API_TEST"))
 		cmocka_set_test_filter(only);

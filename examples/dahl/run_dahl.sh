@@ -54,17 +54,20 @@ out=$(cd "$out" && pwd)
 runs_csv="$out/dahl_runs.csv"
 
 # label, how it runs: a built-in policy alone, or fusing (over lws) with
-# STARPU_FUSING_KERNELS, STARPU_FUSING_MODE and STARPU_FUSING_PLAN_ELISION.
+# STARPU_FUSING_KERNELS, STARPU_FUSING_MODE, STARPU_FUSING_PLAN_ELISION and
+# STARPU_FUSING_IDLE_WORKERS.
 configurations="eager builtin eager
 lws builtin lws
 ws builtin ws
 dmda builtin dmda
 dmdas builtin dmdas
-fusing-kernels fusing auto ready on
-fusing-no-kernels fusing off ready on
-fusing-both-kernels fusing auto both on
-fusing-both-no-kernels fusing off both on
-fusing-both-no-elision fusing auto both off"
+fusing-kernels fusing auto ready on sleep
+fusing-no-kernels fusing off ready on sleep
+fusing-polling fusing auto ready on poll
+fusing-both-kernels fusing auto both on sleep
+fusing-both-no-kernels fusing off both on sleep
+fusing-both-no-elision fusing auto both off sleep
+fusing-both-polling fusing auto both on poll"
 if [ -n "$only" ]; then
 	configurations=$(echo "$configurations" | awk -v only=",$only," 'index(only, "," $1 ",")')
 	[ -n "$configurations" ] || { echo "-only $only: no such configuration" >&2; exit 2; }
@@ -73,13 +76,13 @@ fi
 # Runs the configuration; prints "seconds_since_start epoch loss accuracy"
 # per epoch line (DAHL's stdout is line-buffered through stdbuf, so that
 # each line is read as it is printed).
-run_once() { # HOW ARG1 ARG2 ARG3
+run_once() { # HOW ARG1 ARG2 ARG3 ARG4
 	start=$(date +%s.%N)
 	(
 		cd "$out"
 		case "$1" in
 		builtin) STARPU_SCHED=$2 stdbuf -oL "$program" ${images:+"$images" "$labels"} ;;
-		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 STARPU_FUSING_PLAN_ELISION=$4 \
+		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 STARPU_FUSING_PLAN_ELISION=$4 STARPU_FUSING_IDLE_WORKERS=$5 \
 			stdbuf -oL "$launcher" "$program" ${images:+"$images" "$labels"} ;;
 		esac
 	) 2>/dev/null | while IFS= read -r line; do
@@ -93,9 +96,9 @@ run_once() { # HOW ARG1 ARG2 ARG3
 
 echo "configuration,round,epoch,seconds,loss,accuracy" > "$runs_csv"
 for round in $(seq "$runs"); do
-	echo "$configurations" | while read -r label how first second third; do
+	echo "$configurations" | while read -r label how first second third fourth; do
 		previous=0
-		run_once "$how" "$first" "${second:-}" "${third:-}" > "$out/run.tmp"
+		run_once "$how" "$first" "${second:-}" "${third:-}" "${fourth:-}" > "$out/run.tmp"
 		[ "$(wc -l < "$out/run.tmp")" = "$epochs" ] || { echo "basic_cnn under $label printed $(wc -l < "$out/run.tmp") of $epochs epochs" >&2; exit 1; }
 		while read -r at epoch loss accuracy; do
 			echo "$label,$round,$epoch,$(echo "$at - $previous" | bc),$loss,$accuracy" >> "$runs_csv"
