@@ -835,14 +835,13 @@ void pick_two_quarters(void *parent_interface, void *child_interface, struct sta
 }
 
 /* Whether a task on a plan's child got an interface other than StarPU's own
- * for that child: the window elided the plan and built it from the
- * parent's. */
+ * for that child (saved before the plan is cleaned: the codelet reads no
+ * handle): the window elided the plan and built it from the parent's. */
 std::atomic<unsigned> children_served_from_parent{0};
+void *starpu_child_interfaces[2];
 void vector_add_one_noting_view(void **buffers, void *arg)
 {
-	struct starpu_task *current = starpu_task_get_current();
-	const unsigned node = starpu_worker_get_memory_node(starpu_worker_get_id());
-	if (buffers[0] != starpu_data_get_interface_on_node(STARPU_TASK_GET_HANDLE(current, 0), node))
+	if (buffers[0] != starpu_child_interfaces[0] && buffers[0] != starpu_child_interfaces[1])
 		children_served_from_parent++;
 	vector_add_one(buffers, arg);
 }
@@ -869,6 +868,8 @@ void api_elided_plan_cleaned_before_its_tasks_ran(void **)
 	pick.filter_func = pick_two_quarters;
 	pick.nchildren = 2;
 	starpu_data_partition_plan(whole, &pick, quarters);
+	for (unsigned q = 0; q < 2; q++)
+		starpu_child_interfaces[q] = starpu_data_get_interface_on_node(quarters[q], STARPU_MAIN_RAM);
 	children_served_from_parent = 0;
 	struct starpu_task *blocker = occupy_a_worker();
 
