@@ -14,6 +14,16 @@
  * StarPU's own (reductions on 1.3; starpu_task_insert's
  * STARPU_TASK_DEPS_ARRAY), which names no deferred task.
  *
+ * End dependencies a member adds to itself while it runs (StarPU's
+ * task_end_dep_add example: starpu_task_end_dep_add on
+ * starpu_task_get_current(), released by the callback of a task it
+ * submits): StarPU would delay the task's termination (its callback, its
+ * dependents, its destruction) until the last release.  StarPU never saw
+ * the member, so its merged task carries them: the addition goes to the
+ * merged task, and each release of the member releases it instead
+ * (CarriedEndDependencies below).  Members merged after it into the same
+ * task have run by then (doc/design.md, section 12, limits).
+ *
  * Also here: starpu_task_destroy, starpu_task_clean and starpu_task_init,
  * after which a task's address may name another task. */
 #include "core/current_member.h"
@@ -22,6 +32,8 @@
 #include "starpu_fusing.h"
 
 #include <cstdarg>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace {
@@ -32,10 +44,62 @@ DeclareArray starpu_declare_end_deps_array("starpu_task_declare_end_deps_array")
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_destroy("starpu_task_destroy");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_clean("starpu_task_clean");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_own_task_init("starpu_task_init");
+fusing::StarpuFunction<void (*)(struct starpu_task *, int)> starpu_end_dep_add("starpu_task_end_dep_add");
+fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_end_dep_release("starpu_task_end_dep_release");
+
+/* Members whose end dependencies their merged task carries, with how many
+ * are still to be released.  Any thread (the member's worker adds, any
+ * thread releases); mutex_ guards the map, and StarPU is called without it. */
+class CarriedEndDependencies {
+public:
+	void carry(struct starpu_task *member, struct starpu_task *merged, int count)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		Carried &carried = carried_[member];
+		carried.merged = merged;
+		carried.outstanding += count;
+	}
+	/* The merged task to release in member's place, or null when member
+	 * carries none (StarPU knows it). */
+	struct starpu_task *take_one(struct starpu_task *member)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		auto found = carried_.find(member);
+		if (found == carried_.end())
+			return nullptr;
+		struct starpu_task *merged = found->second.merged;
+		if (--found->second.outstanding <= 0)
+			carried_.erase(found);
+		return merged;
+	}
+	void forget(struct starpu_task *task)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		carried_.erase(task);
+	}
+
+private:
+	struct Carried {
+		struct starpu_task *merged = nullptr;
+		int outstanding = 0;
+	};
+	std::mutex mutex_;
+	std::unordered_map<struct starpu_task *, Carried> carried_;
+};
+
+CarriedEndDependencies &carried_end_dependencies()
+{
+	static CarriedEndDependencies carried;
+	return carried;
+}
 
 void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[])
 {
 	auto starpu_declare = starpu_function.get();
+	/* The current member's own end dependencies: its merged task's. */
+	if (&starpu_function == &starpu_declare_end_deps_array)
+		if (struct starpu_task *merged = fusing::merged_task_standing_for(task))
+			task = merged;
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	if (!window || fusing::InsideStarpuScope::active())
 		return starpu_declare(task, ndeps, deps);
@@ -56,6 +120,7 @@ void declare_listed(DeclareArray &array_function, struct starpu_task *task, unsi
 
 void forget(struct starpu_task *task)
 {
+	carried_end_dependencies().forget(task);
 	if (fusing::SubmissionWindow *window = fusing::active_submission_window())
 		window->forget(task);
 }
@@ -88,6 +153,22 @@ FUSING_PUBLIC void starpu_task_declare_end_deps(struct starpu_task *task, unsign
 	va_start(args, ndeps);
 	declare_listed(starpu_declare_end_deps_array, task, ndeps, args);
 	va_end(args);
+}
+
+FUSING_PUBLIC void starpu_task_end_dep_add(struct starpu_task *task, int nb_deps)
+{
+	if (struct starpu_task *merged = fusing::merged_task_standing_for(task)) {
+		carried_end_dependencies().carry(task, merged, nb_deps);
+		task = merged;
+	}
+	starpu_end_dep_add.get()(task, nb_deps);
+}
+
+FUSING_PUBLIC void starpu_task_end_dep_release(struct starpu_task *task)
+{
+	if (struct starpu_task *merged = carried_end_dependencies().take_one(task))
+		task = merged;
+	starpu_end_dep_release.get()(task);
 }
 
 FUSING_PUBLIC void starpu_task_destroy(struct starpu_task *task)

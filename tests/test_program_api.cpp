@@ -605,6 +605,57 @@ void api_current_data_node_in_a_member(void **)
 	finish();
 }
 
+/* A task that adds an end dependency to itself while it runs and submits
+ * the task whose callback releases it (StarPU's task_end_dep_add example):
+ * its own callback, and a wait for its data, come after that release. */
+std::atomic<bool> end_dependency_released{false};
+std::atomic<int> released_before_callback{-1};
+void release_end_dependency(void *arg)
+{
+	end_dependency_released = true;
+	starpu_task_end_dep_release(static_cast<struct starpu_task *>(arg));
+}
+
+void add_one_until_released(void **buffers, void *)
+{
+	struct starpu_task *self = starpu_task_get_current();
+	starpu_task_end_dep_add(self, 1);
+	struct starpu_task *releaser = starpu_task_create();
+	releaser->cl = &blocker_cl; /* no data; submitted after unblock() */
+	releaser->callback_func = release_end_dependency;
+	releaser->callback_arg = self;
+	assert_int_equal(starpu_task_submit(releaser), 0);
+	value_of(buffers[0]) += 1;
+}
+struct starpu_codelet add_one_until_released_cl = codelet(add_one_until_released, 1, "add_one_until_released");
+
+void note_release_seen(void *)
+{
+	released_before_callback = end_dependency_released ? 1 : 0;
+}
+
+void api_member_adds_an_end_dependency_to_itself(void **)
+{
+	start("api_member_adds_an_end_dependency_to_itself", 1);
+	first.reg(0);
+	end_dependency_released = false;
+	released_before_callback = -1;
+	struct starpu_task *blocker = occupy_a_worker();
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(submit_on(&add_one_cl, first.handle), 0);
+	assert_int_equal(submit_on(&add_one_until_released_cl, first.handle, note_release_seen), 0);
+	unblock(blocker);
+	starpu_data_acquire(first.handle, STARPU_R);
+	const bool released_before_acquisition = end_dependency_released;
+	starpu_data_release(first.handle);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(first.handle);
+	assert_int_equal(first.value, 3);
+	assert_true(released_before_acquisition);
+	assert_int_equal(released_before_callback.load(), 1);
+	finish();
+}
+
 /* ------------------------------------------------ 6. partition plans
  * Tasks on the children of partition plans are deferred like any other,
  * and the program's partition calls are placed between the groups
@@ -1056,6 +1107,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_kept_task_resubmitted_from_its_callback),
 		cmocka_unit_test(api_task_init_reuses_an_address),
 		cmocka_unit_test(api_current_data_node_in_a_member),
+		cmocka_unit_test(api_member_adds_an_end_dependency_to_itself),
 		cmocka_unit_test(api_tasks_on_plan_children_are_deferred),
 		cmocka_unit_test(api_partition_calls_keep_program_order),
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
