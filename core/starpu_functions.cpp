@@ -26,6 +26,18 @@ int starpu_own_task_submit(struct starpu_task *task)
 	return submit.get()(task);
 }
 
+void starpu_own_task_end_dep_add(struct starpu_task *task, int nb_deps)
+{
+	static StarpuFunction<void (*)(struct starpu_task *, int)> add("starpu_task_end_dep_add");
+	add.get()(task, nb_deps);
+}
+
+void starpu_own_task_end_dep_release(struct starpu_task *task)
+{
+	static StarpuFunction<void (*)(struct starpu_task *)> release("starpu_task_end_dep_release");
+	release.get()(task);
+}
+
 bool submissions_reach_this_library()
 {
 	Dl_info global{}, ours{};

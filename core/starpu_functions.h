@@ -35,6 +35,12 @@ private:
 };
 
 int starpu_own_task_submit(struct starpu_task *task);
+/* This library defines both for programs (interpose_task_deps.cpp), handing
+ * a running deferred member's to its merged task; its own end dependencies
+ * (ready/borrowed_task.cpp) go to StarPU's, also for a task resubmitted from
+ * its own callback while it is that member. */
+void starpu_own_task_end_dep_add(struct starpu_task *task, int nb_deps);
+void starpu_own_task_end_dep_release(struct starpu_task *task);
 
 /* Whether the process's starpu_task_submit is this library's, i.e. the
  * library was preloaded (or linked before libstarpu): submission-time

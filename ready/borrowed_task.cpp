@@ -6,16 +6,6 @@
 #include <sched.h>
 
 namespace fusing {
-namespace {
-
-/* StarPU's own end-dependency functions: this library defines both for
- * programs (interpose_task_deps.cpp), and that definition would hand a
- * task's end dependency to a merged task when the task is resubmitted from
- * its own callback as a member of one. */
-StarpuFunction<void (*)(struct starpu_task *, int)> starpu_end_dep_add("starpu_task_end_dep_add");
-StarpuFunction<void (*)(struct starpu_task *)> starpu_end_dep_release("starpu_task_end_dep_release");
-
-} // namespace
 
 BorrowedTask::BorrowedTask(struct starpu_task *task, ReadyListener &listener)
 	: task_(task), listener_(listener), nbuffers_(STARPU_TASK_GET_NBUFFERS(task))
@@ -62,7 +52,7 @@ void BorrowedTask::hold()
 	task_->where = STARPU_NOWHERE;
 	/* Before the task can reach a batch: the merged task's release must
 	 * find the dependency there. */
-	starpu_end_dep_add.get()(task_, 1);
+	starpu_own_task_end_dep_add(task_, 1);
 }
 
 void BorrowedTask::lend_callback()
@@ -89,12 +79,12 @@ void BorrowedTask::await_handover()
 	/* Adding no dependency takes and releases the job's sync_mutex: once
 	 * it returns, StarPU's call has left that mutex too, so terminating
 	 * (and possibly destroying) the task later cannot overlap it. */
-	starpu_end_dep_add.get()(task_, 0);
+	starpu_own_task_end_dep_add(task_, 0);
 }
 
 void BorrowedTask::release()
 {
-	starpu_end_dep_release.get()(task_);
+	starpu_own_task_end_dep_release(task_);
 }
 
 /* Stands in for the program's callback: StarPU captured it in

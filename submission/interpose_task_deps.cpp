@@ -31,6 +31,7 @@
 #include "submission/window.h"
 #include "starpu_fusing.h"
 
+#include <atomic>
 #include <cstdarg>
 #include <mutex>
 #include <unordered_map>
@@ -44,12 +45,12 @@ DeclareArray starpu_declare_end_deps_array("starpu_task_declare_end_deps_array")
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_destroy("starpu_task_destroy");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_clean("starpu_task_clean");
 fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_own_task_init("starpu_task_init");
-fusing::StarpuFunction<void (*)(struct starpu_task *, int)> starpu_end_dep_add("starpu_task_end_dep_add");
-fusing::StarpuFunction<void (*)(struct starpu_task *)> starpu_end_dep_release("starpu_task_end_dep_release");
 
 /* Members whose end dependencies their merged task carries, with how many
  * are still to be released.  Any thread (the member's worker adds, any
- * thread releases); mutex_ guards the map, and StarPU is called without it. */
+ * thread releases); mutex_ guards the map, and StarPU is called without it.
+ * Every member a merged task destroys passes through forget(): until a
+ * member first carries one, nothing takes the lock. */
 class CarriedEndDependencies {
 public:
 	void carry(struct starpu_task *member, struct starpu_task *merged, int count)
@@ -58,11 +59,14 @@ public:
 		Carried &carried = carried_[member];
 		carried.merged = merged;
 		carried.outstanding += count;
+		any_.store(true, std::memory_order_release);
 	}
 	/* The merged task to release in member's place, or null when member
 	 * carries none (StarPU knows it). */
 	struct starpu_task *take_one(struct starpu_task *member)
 	{
+		if (!any_.load(std::memory_order_acquire))
+			return nullptr;
 		std::lock_guard<std::mutex> lock(mutex_);
 		auto found = carried_.find(member);
 		if (found == carried_.end())
@@ -74,6 +78,8 @@ public:
 	}
 	void forget(struct starpu_task *task)
 	{
+		if (!any_.load(std::memory_order_acquire))
+			return;
 		std::lock_guard<std::mutex> lock(mutex_);
 		carried_.erase(task);
 	}
@@ -84,7 +90,8 @@ private:
 		int outstanding = 0;
 	};
 	std::mutex mutex_;
-	std::unordered_map<struct starpu_task *, Carried> carried_;
+	std::unordered_map<struct starpu_task *, Carried> carried_; /* guarded by mutex_ */
+	std::atomic<bool> any_{false}; /* carried_ was ever non-empty */
 };
 
 CarriedEndDependencies &carried_end_dependencies()
@@ -93,13 +100,17 @@ CarriedEndDependencies &carried_end_dependencies()
 	return carried;
 }
 
+/* Who carries task's end dependencies: its merged task when task is the
+ * member running on this thread, else task itself. */
+struct starpu_task *end_dependency_carrier(struct starpu_task *task)
+{
+	struct starpu_task *merged = fusing::merged_task_standing_for(task);
+	return merged ? merged : task;
+}
+
 void declare(DeclareArray &starpu_function, struct starpu_task *task, unsigned ndeps, struct starpu_task *deps[])
 {
 	auto starpu_declare = starpu_function.get();
-	/* The current member's own end dependencies: its merged task's. */
-	if (&starpu_function == &starpu_declare_end_deps_array)
-		if (struct starpu_task *merged = fusing::merged_task_standing_for(task))
-			task = merged;
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
 	if (!window || fusing::InsideStarpuScope::active())
 		return starpu_declare(task, ndeps, deps);
@@ -144,31 +155,30 @@ FUSING_PUBLIC void starpu_task_declare_deps(struct starpu_task *task, unsigned n
 
 FUSING_PUBLIC void starpu_task_declare_end_deps_array(struct starpu_task *task, unsigned ndeps, struct starpu_task *task_array[])
 {
-	declare(starpu_declare_end_deps_array, task, ndeps, task_array);
+	declare(starpu_declare_end_deps_array, end_dependency_carrier(task), ndeps, task_array);
 }
 
 FUSING_PUBLIC void starpu_task_declare_end_deps(struct starpu_task *task, unsigned ndeps, ...)
 {
 	va_list args;
 	va_start(args, ndeps);
-	declare_listed(starpu_declare_end_deps_array, task, ndeps, args);
+	declare_listed(starpu_declare_end_deps_array, end_dependency_carrier(task), ndeps, args);
 	va_end(args);
 }
 
 FUSING_PUBLIC void starpu_task_end_dep_add(struct starpu_task *task, int nb_deps)
 {
-	if (struct starpu_task *merged = fusing::merged_task_standing_for(task)) {
-		carried_end_dependencies().carry(task, merged, nb_deps);
-		task = merged;
-	}
-	starpu_end_dep_add.get()(task, nb_deps);
+	struct starpu_task *carrier = end_dependency_carrier(task);
+	if (carrier != task)
+		carried_end_dependencies().carry(task, carrier, nb_deps);
+	fusing::starpu_own_task_end_dep_add(carrier, nb_deps);
 }
 
 FUSING_PUBLIC void starpu_task_end_dep_release(struct starpu_task *task)
 {
 	if (struct starpu_task *merged = carried_end_dependencies().take_one(task))
 		task = merged;
-	starpu_end_dep_release.get()(task);
+	fusing::starpu_own_task_end_dep_release(task);
 }
 
 FUSING_PUBLIC void starpu_task_destroy(struct starpu_task *task)

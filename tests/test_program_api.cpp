@@ -629,21 +629,41 @@ void add_one_until_released(void **buffers, void *)
 }
 struct starpu_codelet add_one_until_released_cl = codelet(add_one_until_released, 1, "add_one_until_released");
 
+/* The same through a declaration: its end waits for the task it submits
+ * (StarPU releases it before that task's callback, so that task notes it
+ * while it runs). */
+void note_release(void **, void *)
+{
+	end_dependency_released = true;
+}
+struct starpu_codelet note_release_cl = codelet(note_release, 0, "note_release");
+
+void add_one_until_submitted_task_ends(void **buffers, void *)
+{
+	struct starpu_task *releaser = starpu_task_create();
+	releaser->cl = &note_release_cl;
+	starpu_task_declare_end_deps(starpu_task_get_current(), 1, releaser);
+	assert_int_equal(starpu_task_submit(releaser), 0);
+	value_of(buffers[0]) += 1;
+}
+struct starpu_codelet add_one_until_submitted_task_ends_cl =
+	codelet(add_one_until_submitted_task_ends, 1, "add_one_until_submitted_task_ends");
+
 void note_release_seen(void *)
 {
 	released_before_callback = end_dependency_released ? 1 : 0;
 }
 
-void api_member_adds_an_end_dependency_to_itself(void **)
+void member_adds_an_end_dependency_to_itself(const char *test, struct starpu_codelet *member_cl)
 {
-	start("api_member_adds_an_end_dependency_to_itself", 1);
+	start(test, 1);
 	first.reg(0);
 	end_dependency_released = false;
 	released_before_callback = -1;
 	struct starpu_task *blocker = occupy_a_worker();
 	for (int i = 0; i < 2; i++)
 		assert_int_equal(submit_on(&add_one_cl, first.handle), 0);
-	assert_int_equal(submit_on(&add_one_until_released_cl, first.handle, note_release_seen), 0);
+	assert_int_equal(submit_on(member_cl, first.handle, note_release_seen), 0);
 	unblock(blocker);
 	starpu_data_acquire(first.handle, STARPU_R);
 	const bool released_before_acquisition = end_dependency_released;
@@ -654,6 +674,17 @@ void api_member_adds_an_end_dependency_to_itself(void **)
 	assert_true(released_before_acquisition);
 	assert_int_equal(released_before_callback.load(), 1);
 	finish();
+}
+
+void api_member_adds_an_end_dependency_to_itself(void **)
+{
+	member_adds_an_end_dependency_to_itself("api_member_adds_an_end_dependency_to_itself", &add_one_until_released_cl);
+}
+
+void api_member_declares_an_end_dependency_of_its_own(void **)
+{
+	member_adds_an_end_dependency_to_itself("api_member_declares_an_end_dependency_of_its_own",
+						&add_one_until_submitted_task_ends_cl);
 }
 
 /* ------------------------------------------------ 6. partition plans
@@ -1108,6 +1139,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_task_init_reuses_an_address),
 		cmocka_unit_test(api_current_data_node_in_a_member),
 		cmocka_unit_test(api_member_adds_an_end_dependency_to_itself),
+		cmocka_unit_test(api_member_declares_an_end_dependency_of_its_own),
 		cmocka_unit_test(api_tasks_on_plan_children_are_deferred),
 		cmocka_unit_test(api_partition_calls_keep_program_order),
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
