@@ -40,7 +40,7 @@ const char *unfused_reason_text(UnfusedReason reason)
 	return "?";
 }
 
-UnfusedReason check_fusable(const struct starpu_task *task)
+UnfusedReason check_fusable(const struct starpu_task *task, ReduxAccesses redux)
 {
 	const struct starpu_codelet *cl = task->cl;
 	if (!cl)
@@ -85,7 +85,7 @@ UnfusedReason check_fusable(const struct starpu_task *task)
 	for (unsigned i = 0; i < nbuffers; i++) {
 		starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
 		enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(task, i);
-		if (mode & STARPU_REDUX)
+		if ((mode & STARPU_REDUX) && redux == ReduxAccesses::unfused)
 			return UnfusedReason::redux_access;
 		if (mode & STARPU_COMMUTE)
 			return UnfusedReason::commute_access;

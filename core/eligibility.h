@@ -46,9 +46,20 @@ enum class UnfusedReason {
 /* Short phrase for the statistics table. */
 const char *unfused_reason_text(UnfusedReason reason);
 
+/* What a mechanism does with STARPU_REDUX accesses.  A ready-time batch
+ * cannot take them: its held members give their data back to StarPU, and
+ * StarPU orders reductions by its own requests, not by the task-level
+ * dependencies the hold relies on.  A group merged at submission can: its
+ * merged task makes one REDUX access where its members made several, and
+ * StarPU gives it the per-worker contribution the members would have
+ * accumulated into one after another on that worker (doc/design.md, section
+ * 12, reductions). */
+enum class ReduxAccesses { unfused, combined };
+
 /* Why task cannot be fused, or UnfusedReason::none.  Runs in the submitting
- * thread from submit_hook; reads only the task and its handles. */
-UnfusedReason check_fusable(const struct starpu_task *task);
+ * thread (submit_hook, or the submission window); reads only the task and
+ * its handles. */
+UnfusedReason check_fusable(const struct starpu_task *task, ReduxAccesses redux);
 
 } // namespace fusing
 

@@ -209,7 +209,7 @@ void Engine::on_submit(struct starpu_task *task)
 	/* The cheaper test first: an excluded family is the common case of a
 	 * task that fails both. */
 	UnfusedReason reason = selecting_by_name_ && task->cl && !family_selected(task->cl) ? UnfusedReason::family_not_selected
-											  : check_fusable(task);
+											  : check_fusable(task, ReduxAccesses::unfused);
 	if (reason != UnfusedReason::none) {
 		record_unfused(task->cl, reason);
 		return;

@@ -1,5 +1,6 @@
 /* Data the program may keep from merged tasks; see held_data.h. */
 #include "submission/held_data.h"
+#include "submission/access_modes.h"
 
 #include <utility>
 #include <vector>
@@ -47,7 +48,7 @@ void HeldData::remove(starpu_data_handle_t handle, bool write)
 void HeldData::acquired(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
 {
 	std::lock_guard<std::mutex> lock(mutex_);
-	add(handle, (mode & STARPU_W) != 0);
+	add(handle, changes_data(mode));
 }
 
 void HeldData::released(starpu_data_handle_t handle)
@@ -79,7 +80,7 @@ bool HeldData::conflicts(const struct starpu_task *task) const
 		auto found = holds_.find(STARPU_TASK_GET_HANDLE(task, i));
 		if (found == holds_.end())
 			continue;
-		const bool write = (STARPU_TASK_GET_MODE(task, i) & STARPU_W) != 0;
+		const bool write = changes_data(STARPU_TASK_GET_MODE(task, i));
 		if (found->second.writers > 0 || write)
 			return true;
 	}
@@ -95,7 +96,7 @@ void HeldData::hold_until_terminated(struct starpu_task *task)
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
 		for (unsigned i = 0; i < nbuffers; i++) {
-			const bool write = (STARPU_TASK_GET_MODE(task, i) & STARPU_W) != 0;
+			const bool write = changes_data(STARPU_TASK_GET_MODE(task, i));
 			hold->accesses.emplace_back(STARPU_TASK_GET_HANDLE(task, i), write);
 			add(STARPU_TASK_GET_HANDLE(task, i), write);
 		}

@@ -43,8 +43,8 @@ public:
 	/* The program keeps handle, acquired for writing, for reading only
 	 * (StarPU 1.4's starpu_data_release_to). */
 	void downgraded(starpu_data_handle_t handle);
-	/* Whether one of task's accesses conflicts with a hold (a write with
-	 * any hold, a read with a write hold). */
+	/* Whether one of task's accesses conflicts with a hold (a write or a
+	 * reduction with any hold, a read with a write hold). */
 	bool conflicts(const struct starpu_task *task) const;
 	/* task, about to be handed to StarPU, may wait for the program: its
 	 * accesses are holds until StarPU calls its callback (wrapped here),

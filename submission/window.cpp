@@ -5,6 +5,7 @@
 #include "core/current_member.h"
 #include "core/eligibility.h"
 #include "core/member_run.h"
+#include "submission/access_modes.h"
 #include "submission/starpu_code.h"
 
 #include <algorithm>
@@ -25,9 +26,30 @@ constexpr std::size_t kOrderRecordHandles = 1u << 16;
 std::atomic<SubmissionWindow *> active_window{nullptr};
 thread_local unsigned inside_starpu_depth = 0;
 
-bool writes(enum starpu_data_access_mode mode)
+bool reduces_any(const struct starpu_task *task)
 {
-	return (mode & STARPU_W) != 0;
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	for (unsigned i = 0; i < nbuffers; i++)
+		if (reduces(STARPU_TASK_GET_MODE(task, i)))
+			return true;
+	return false;
+}
+
+/* A task reducing a handle it also reads or writes: StarPU orders the two
+ * accesses in its own way, which a group's single access to the handle
+ * could not keep. */
+bool reduces_a_handle_it_also_accesses_otherwise(const struct starpu_task *task)
+{
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	for (unsigned i = 0; i < nbuffers; i++) {
+		if (!reduces(STARPU_TASK_GET_MODE(task, i)))
+			continue;
+		for (unsigned j = 0; j < nbuffers; j++)
+			if (j != i && STARPU_TASK_GET_HANDLE(task, j) == STARPU_TASK_GET_HANDLE(task, i) &&
+			    !reduces(STARPU_TASK_GET_MODE(task, j)))
+				return true;
+	}
+	return false;
 }
 
 } // namespace
@@ -100,7 +122,9 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 		return false;
 	if (is_group_task(task))
 		return false;
-	if (!task->cl || !selected_(task) || check_fusable(task) != UnfusedReason::none)
+	if (!task->cl || !selected_(task) || check_fusable(task, ReduxAccesses::combined) != UnfusedReason::none)
+		return false;
+	if (reduces_a_handle_it_also_accesses_otherwise(task))
 		return false;
 	/* Per-handle sequential consistency (STARPU_HANDLES_SEQUENTIAL_CONSISTENCY):
 	 * the merged task would bring back the dependencies the program turned
@@ -212,7 +236,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 					trees_.exclude_tree(STARPU_TASK_GET_HANDLE(task, i));
 			flush_locked();
 		}
-		on_excluded_tree = tree.excluded || tree.switches_plans;
+		on_excluded_tree = tree.excluded || tree.switches_plans || tree.reduces;
 	}
 	/* A task that may wait for the program (on data it holds, a tag, a
 	 * dependency it declared or was named in) is never merged with others,
@@ -252,7 +276,7 @@ const std::vector<Access<starpu_data_handle_t>> &SubmissionWindow::accesses_of(c
 	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
 	accesses_.resize(nbuffers);
 	for (unsigned i = 0; i < nbuffers; i++)
-		accesses_[i] = {STARPU_TASK_GET_HANDLE(task, i), writes(STARPU_TASK_GET_MODE(task, i))};
+		accesses_[i] = {STARPU_TASK_GET_HANDLE(task, i), changes_data(STARPU_TASK_GET_MODE(task, i))};
 	return accesses_;
 }
 
@@ -261,6 +285,12 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	const std::vector<Access<starpu_data_handle_t>> &accesses = accesses_of(task);
 	const long latest_conflict = order_.latest_conflicting_group(accesses);
 	const std::size_t lowest = std::max<std::size_t>(latest_conflict < 0 ? 0 : latest_conflict, first_open_);
+	/* Reductions of a handle conflict in the order rule, but none reads
+	 * another's result: the latest group the task depends on is that of
+	 * its other accesses (a group reducing a handle the task reads or
+	 * writes cannot take it: fits_reductions). */
+	const bool reduction = reduces_any(task);
+	const long latest_dependency = reduction ? latest_conflict_without_reductions(task) : latest_conflict;
 	/* A task joins a group holding a task it depends on only while that
 	 * group is too small to be worth running alone: a group of dependent
 	 * tasks runs them one after another, and grown further it would take
@@ -272,9 +302,10 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		if (g < lowest || g >= first_open_ + groups_.size())
 			return false;
 		const Group &candidate = groups_[g - first_open_];
-		if (candidate.sched_ctx != ctx || full(candidate) || !fits_trees(candidate, accesses))
+		if (candidate.sched_ctx != ctx || full(candidate) || !fits_trees(candidate, accesses) ||
+		    !fits_reductions(candidate, task))
 			return false;
-		const bool depends_on_it = latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) == g;
+		const bool depends_on_it = latest_dependency >= 0 && static_cast<std::size_t>(latest_dependency) == g;
 		return !depends_on_it || limits_.always_defer ||
 		       (!some_unpredicted && !candidate.unpredicted && candidate.predicted_us + predicted_us < kWorthRunningAlone_us);
 	};
@@ -282,12 +313,12 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * last accessor: it joins that task's group (vertical fusion: a chain
 	 * of read-write tasks becomes one merged task with one handle), or
 	 * opens the chain's next group when that one is closed or full.  Other
-	 * tasks (only reads, or writes of data new to the window) join the
-	 * newest group (horizontal fusion). */
+	 * tasks (only reads, reductions, or writes of data new to the window)
+	 * join the newest group (horizontal fusion). */
 	long chain_group = -1;
-	for (const Access<starpu_data_handle_t> &access : accesses)
-		if (access.writes)
-			chain_group = std::max(chain_group, order_.last_access_group(access.handle));
+	for (std::size_t i = 0; i < accesses.size(); i++)
+		if (accesses[i].writes && !reduces(STARPU_TASK_GET_MODE(task, i)))
+			chain_group = std::max(chain_group, order_.last_access_group(accesses[i].handle));
 	std::size_t group;
 	if (chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group))) {
 		group = static_cast<std::size_t>(chain_group);
@@ -306,6 +337,8 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	}
 	Group &g = groups_[group - first_open_];
 	note_tree_handles(g, accesses);
+	if (reduction)
+		note_reduced_handles(g, task);
 	g.members.add(task);
 	if (std::isnan(predicted_us))
 		g.unpredicted = true;
@@ -455,12 +488,53 @@ SubmissionWindow::TreeAccess SubmissionWindow::tree_access(const struct starpu_t
 		if (trees_.excluded(handle))
 			found.excluded = true;
 		const enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(task, i);
+		if (reduces(mode))
+			found.reduces = true;
 		/* StarPU 1.4 counts a reduction as a write; 1.3 as a read, for
 		 * which no fewer switches are needed. */
 		if (codelet_switches && !(mode & STARPU_NOPLAN) && trees_.switches_plans(handle, (mode & (STARPU_W | STARPU_REDUX)) != 0))
 			found.switches_plans = true;
 	}
 	return found;
+}
+
+long SubmissionWindow::latest_conflict_without_reductions(const struct starpu_task *task)
+{
+	accesses_without_reductions_.clear();
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++) {
+		const enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(task, i);
+		if (!reduces(mode))
+			accesses_without_reductions_.push_back({STARPU_TASK_GET_HANDLE(task, i), changes_data(mode)});
+	}
+	return order_.latest_conflicting_group(accesses_without_reductions_);
+}
+
+bool SubmissionWindow::fits_reductions(const Group &group, const struct starpu_task *task) const
+{
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	for (unsigned i = 0; i < nbuffers; i++) {
+		const starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
+		if (!reduces(STARPU_TASK_GET_MODE(task, i))) {
+			if (std::find(group.reduced_handles.begin(), group.reduced_handles.end(), handle) != group.reduced_handles.end())
+				return false;
+			continue;
+		}
+		const GroupMembers &members = group.members;
+		for (std::size_t u = 0; u < members.use_handles.size(); u++)
+			if (members.use_handles[u] == handle && !reduces(members.use_modes[u]))
+				return false;
+	}
+	return true;
+}
+
+void SubmissionWindow::note_reduced_handles(Group &group, const struct starpu_task *task)
+{
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++) {
+		const starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
+		if (reduces(STARPU_TASK_GET_MODE(task, i)) &&
+		    std::find(group.reduced_handles.begin(), group.reduced_handles.end(), handle) == group.reduced_handles.end())
+			group.reduced_handles.push_back(handle);
+	}
 }
 
 bool SubmissionWindow::fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const

@@ -104,10 +104,7 @@ public:
 
 	/* Tasks touching handle are never deferred from now on: data
 	 * partitioned with starpu_data_partition (its children alias it in
-	 * ways the order rule does not follow); a handle with reduction methods
-	 * gets tasks StarPU submits itself, from a worker holding the handle's
-	 * lock (interpose_reduction.cpp).  The thread partitioning or setting
-	 * the methods. */
+	 * ways the order rule does not follow).  The thread partitioning. */
 	void exclude_from_deferral(starpu_data_handle_t handle);
 
 	/* Partition plans (interpose_partition.cpp; doc/design.md, section
@@ -191,6 +188,9 @@ private:
 		/* The members' handles in partition trees: a group never holds
 		 * a handle and its ancestor (fits_trees()). */
 		std::vector<starpu_data_handle_t> tree_handles;
+		/* The handles its members reduce (STARPU_REDUX): no member
+		 * accesses them otherwise (fits_reductions()). */
+		std::vector<starpu_data_handle_t> reduced_handles;
 	};
 
 	/* Whether task may be deferred (no lock; reads the task and its
@@ -203,6 +203,10 @@ private:
 	struct TreeAccess {
 		bool excluded = false;
 		bool switches_plans = false;
+		/* A reduction of a handle in a tree is not deferred: a child
+		 * view cannot reduce part of its parent, and StarPU ends a
+		 * child's reduction with switches of its own. */
+		bool reduces = false;
 	};
 	TreeAccess tree_access(const struct starpu_task *task) const;
 	/* Whether group may take a task with these accesses without holding a
@@ -210,6 +214,16 @@ private:
 	 * mutex_ held. */
 	bool fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
+	/* Whether group may take task without one handle being reduced
+	 * (STARPU_REDUX) by some of its members and accessed otherwise by
+	 * others: the merged task makes one access per handle, and a reduction
+	 * combined with a read or write is neither (doc/design.md, section 12,
+	 * reductions).  mutex_ held. */
+	bool fits_reductions(const Group &group, const struct starpu_task *task) const;
+	void note_reduced_handles(Group &group, const struct starpu_task *task);
+	/* The highest group holding an access that conflicts with one of
+	 * task's accesses other than its reductions.  mutex_ held. */
+	long latest_conflict_without_reductions(const struct starpu_task *task);
 	/* Runs a partition call with StarPU's own submissions passing straight
 	 * to it.  mutex_ held. */
 	void run_call(const std::function<void()> &call);
@@ -268,6 +282,7 @@ private:
 	std::recursive_mutex mutex_;
 	WindowOrder<starpu_data_handle_t> order_; /* guarded by mutex_ */
 	std::vector<Access<starpu_data_handle_t>> accesses_; /* guarded by mutex_: accesses_of()'s, kept for its capacity */
+	std::vector<Access<starpu_data_handle_t>> accesses_without_reductions_; /* guarded by mutex_: latest_conflict_without_reductions()'s */
 	/* The open groups, guarded by mutex_: groups_[i] is group number
 	 * first_open_ + i; groups below first_open_ went to StarPU.  The order
 	 * rule's record outlives them, so that a chain's next task finds its

@@ -374,7 +374,8 @@ void barrier_not_flushed_by_starpus_own_calls(void **)
 	starpu_variable_data_register(&reduced_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&reduced), sizeof(long));
 	starpu_data_set_reduction_methods(reduced_handle, &redux_cl, &init_cl);
 	starpu_vector_data_register(&run.handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(run.values), 2, sizeof(long));
-	/* Neither is deferred (a reduction; a task waited for). */
+	/* The reader, a task waited for, is not deferred: the reduction, if
+	 * deferred, reaches StarPU before it. */
 	assert_int_equal(starpu_task_insert(&reduce_cl, STARPU_REDUX, reduced_handle, 0), 0);
 	struct starpu_task *reader = starpu_task_create();
 	reader->cl = &read_cl;

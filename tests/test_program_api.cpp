@@ -976,6 +976,90 @@ void api_elided_plan_cleaned_before_its_tasks_ran(void **)
 	finish();
 }
 
+/* Reductions (STARPU_REDUX) of deferred tasks: a group combines its
+ * members' reductions of a handle into one access, which StarPU gives the
+ * per-worker contribution each member would have added to on that worker;
+ * a task reading or writing the reduced handle goes to a later group, after
+ * which StarPU ends the reduction (doc/design.md, section 12, reductions).
+ * Three rounds of eight reductions, each followed by a doubling (RW) and a
+ * copy (R): the results are the host's, and under fusing with the suite's
+ * STARPU_FUSING_HOLD the reductions ran in merged tasks, several at once. */
+void set_to_zero(void **buffers, void *)
+{
+	value_of(buffers[0]) = 0;
+}
+void add_second_into_first(void **buffers, void *)
+{
+	value_of(buffers[0]) += value_of(buffers[1]);
+}
+std::atomic<unsigned> largest_reduction_group{0};
+void add_value(void **buffers, void *cl_arg)
+{
+	long value;
+	starpu_codelet_unpack_args(cl_arg, &value);
+	value_of(buffers[0]) += value;
+	unsigned seen = largest_reduction_group.load();
+	const unsigned size = starpu_fusing_current_batch_size();
+	while (size > seen && !largest_reduction_group.compare_exchange_weak(seen, size))
+		;
+}
+struct starpu_codelet set_to_zero_cl = [] {
+	struct starpu_codelet cl = codelet(set_to_zero, 1, "set_to_zero");
+	cl.modes[0] = STARPU_W;
+	return cl;
+}();
+struct starpu_codelet add_second_into_first_cl = [] {
+	struct starpu_codelet cl = codelet(add_second_into_first, 2, "add_second_into_first");
+	cl.modes[1] = STARPU_R;
+	return cl;
+}();
+struct starpu_codelet reduce_add_value_cl = [] {
+	struct starpu_codelet cl = codelet(add_value, 1, "reduce_add_value");
+	cl.modes[0] = STARPU_REDUX;
+	return cl;
+}();
+
+void api_reductions_of_deferred_tasks_are_combined(void **)
+{
+	start("api_reductions_of_deferred_tasks_are_combined", 1);
+	largest_reduction_group = 0;
+	Variable sum;
+	sum.reg(1000);
+	starpu_data_set_reduction_methods(sum.handle, &add_second_into_first_cl, &set_to_zero_cl);
+	const int kRounds = 3, kReductions = 8;
+	Variable copies[kRounds];
+	for (Variable &copy : copies)
+		copy.reg(0);
+	long host = 1000, host_copies[kRounds];
+	struct starpu_task *blocker = occupy_a_worker();
+	for (int round = 0; round < kRounds; round++) {
+		for (long i = 0; i < kReductions; i++) {
+			long value = 10 * round + i;
+			assert_int_equal(starpu_task_insert(&reduce_add_value_cl, STARPU_REDUX, sum.handle, STARPU_VALUE, &value,
+							    sizeof(value), 0),
+					 0);
+			host += value;
+		}
+		assert_int_equal(submit_on(&double_cl, sum.handle), 0);
+		host *= 2;
+		assert_int_equal(starpu_task_insert(&copy_plus_one_cl, STARPU_W, copies[round].handle, STARPU_R, sum.handle, 0), 0);
+		host_copies[round] = host + 1;
+	}
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(sum.handle);
+	for (Variable &copy : copies)
+		starpu_data_unregister(copy.handle);
+	assert_int_equal(sum.value, host);
+	for (int round = 0; round < kRounds; round++)
+		assert_int_equal(copies[round].value, host_copies[round]);
+	if (native)
+		assert_int_equal(largest_reduction_group.load(), 0);
+	else if (getenv("STARPU_FUSING_HOLD"))
+		assert_int_equal(largest_reduction_group.load(), kReductions);
+	finish();
+}
+
 /* The CPU clock of the worker running it, one per worker. */
 clockid_t worker_clocks[2];
 void note_worker_clock(void **, void *)
@@ -1145,6 +1229,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
+		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
 		cmocka_unit_test(api_idle_workers_leave_their_cores),
 	};
 	if (const char *only = getenv("API_TEST"))

@@ -154,7 +154,7 @@ struct Generator {
 		task.priority = below(knobs.max_priority + 1);
 		task.callback = uniform() < knobs.callback_rate;
 		if (uniform() < knobs.special_rate) {
-			task.special = static_cast<Special>(1 + below(5));
+			task.special = static_cast<Special>(1 + below(6));
 		}
 		switch (task.special) {
 		case Special::commute:
@@ -162,6 +162,9 @@ struct Generator {
 			break;
 		case Special::redux:
 			program.expected_redux++;
+			break;
+		case Special::redux_read:
+			task.expected_accumulator = program.expected_redux;
 			break;
 		case Special::no_sequential_consistency: {
 			/* Its own unit: nothing else orders accesses to it. */

@@ -14,8 +14,10 @@
  * Knobs (GeneratorKnobs) cover size, width (units), fan-in (buffers per
  * task), extra dependencies (tags, explicit), priorities, callbacks, waits
  * in the middle of submission, partitioned units (filters and asynchronous
- * partition plans), and tasks that must not be fused (COMMUTE and REDUX
- * accumulations, SCRATCH buffers, sequential consistency off, pinned). */
+ * partition plans), tasks that must not be fused (COMMUTE accumulations,
+ * SCRATCH buffers, sequential consistency off, pinned), and REDUX
+ * accumulations, which only submission-time groups fuse, with readers of
+ * the accumulator between them. */
 #ifndef STARPU_FUSING_TESTS_DAG_PROGRAM_H
 #define STARPU_FUSING_TESTS_DAG_PROGRAM_H
 
@@ -51,6 +53,7 @@ enum class Special {
 	scratch,          /* an extra STARPU_SCRATCH buffer */
 	no_sequential_consistency, /* on its own private unit only */
 	pinned,           /* execute_on_a_specific_worker */
+	redux_read,       /* STARPU_R on the reduction accumulator: sees every earlier redux task */
 };
 
 struct TaskSpec {
@@ -66,6 +69,7 @@ struct TaskSpec {
 	bool callback = false;
 	bool waited = false;         /* detach = 0, waited by a later step */
 	bool scratch = false;        /* gets an extra STARPU_SCRATCH buffer */
+	std::int64_t expected_accumulator = 0; /* redux_read: the redux tasks before it */
 };
 
 enum class StepKind {

@@ -87,6 +87,18 @@ void accumulate_body(void *buffers[], void *cl_arg)
 	observations.done[task.id] = 1;
 }
 
+void read_accumulator_body(void *buffers[], void *cl_arg)
+{
+	const TaskSpec &task = *static_cast<const TaskSpec *>(cl_arg);
+	if (observations.executions[task.id]++ != 0)
+		observations.problem("task " + std::to_string(task.id) + " ran twice");
+	const long value = *reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0]));
+	if (value != task.expected_accumulator)
+		observations.problem("task " + std::to_string(task.id) + " read the REDUX accumulator at " + std::to_string(value) +
+				     ", expected " + std::to_string(task.expected_accumulator));
+	observations.done[task.id] = 1;
+}
+
 void redux_init(void *buffers[], void *)
 {
 	*reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0])) = 0;
@@ -110,7 +122,7 @@ void on_callback(void *arg)
 struct Codelets {
 	std::vector<std::string> names;
 	std::vector<struct starpu_codelet> generic;
-	struct starpu_codelet commute, redux, init, add;
+	struct starpu_codelet commute, redux, redux_read, init, add;
 
 	explicit Codelets(const GeneratorKnobs &knobs)
 	{
@@ -121,6 +133,7 @@ struct Codelets {
 		}
 		commute = make_test_codelet(accumulate_body, "dag_commute", {static_cast<enum starpu_data_access_mode>(STARPU_RW | STARPU_COMMUTE)});
 		redux = make_test_codelet(accumulate_body, "dag_redux", {STARPU_REDUX});
+		redux_read = make_test_codelet(read_accumulator_body, "dag_redux_read", {STARPU_R});
 		init = make_test_codelet(redux_init, "dag_redux_init", {STARPU_W});
 		add = make_test_codelet(redux_add, "dag_redux_add", {STARPU_RW, STARPU_R});
 	}
@@ -187,9 +200,12 @@ RunReport run_and_check(const Program &program)
 		task->priority = spec.priority;
 		task->destroy = 0; /* destroyed at the end, after every wait */
 		task->detach = spec.waited ? 0 : 1;
-		if (spec.special == Special::commute || spec.special == Special::redux) {
-			task->cl = spec.special == Special::commute ? &codelets.commute : &codelets.redux;
-			task->handles[0] = spec.special == Special::commute ? commute_handle : redux_handle;
+		if (spec.special == Special::commute) {
+			task->cl = &codelets.commute;
+			task->handles[0] = commute_handle;
+		} else if (spec.special == Special::redux || spec.special == Special::redux_read) {
+			task->cl = spec.special == Special::redux ? &codelets.redux : &codelets.redux_read;
+			task->handles[0] = redux_handle;
 		} else {
 			std::size_t n = spec.buffers.size();
 			task->cl = &codelets.generic[spec.codelet];
