@@ -377,6 +377,26 @@ void Engine::warn_about_unused_names(FILE *stream) const
 			}
 }
 
+void Engine::print_unpartitions_not_elided(FILE *stream) const
+{
+	using Window = SubmissionWindow;
+	std::fprintf(stream, "[starpu-fusing]   not elided: partition handed to StarPU first %llu (",
+		     (unsigned long long)window_->unpartitions_not_elided(Window::NotElided::partition_handed_over));
+	const char *separator = "";
+	for (int c = 0; c < static_cast<int>(Window::HandOver::count_); c++) {
+		const auto cause = static_cast<Window::HandOver>(c);
+		if (const std::uint64_t count = window_->partitions_handed_over(cause)) {
+			std::fprintf(stream, "%sby %s: %llu", separator, Window::hand_over_text(cause), (unsigned long long)count);
+			separator = ", ";
+		}
+	}
+	std::fprintf(stream, "), another call on its tree %llu, a member calibrating its model %llu, "
+			     "partition not elidable %llu\n",
+		     (unsigned long long)window_->unpartitions_not_elided(Window::NotElided::other_call_on_tree),
+		     (unsigned long long)window_->unpartitions_not_elided(Window::NotElided::member_calibrating),
+		     (unsigned long long)window_->unpartitions_not_elided(Window::NotElided::never_elidable));
+}
+
 void Engine::print_statistics(FILE *stream) const
 {
 	stats_.print(stream);
@@ -387,6 +407,8 @@ void Engine::print_statistics(FILE *stream) const
 			     (unsigned long long)window_->tasks_deferred(), (unsigned long long)window_->groups_submitted(),
 			     (unsigned long long)window_->handles_submitted(), (unsigned long long)window_->plans_elided(),
 			     (unsigned long long)window_->unpartitions_recorded());
+	if (window_ && window_->unpartitions_recorded() > window_->plans_elided())
+		print_unpartitions_not_elided(stream);
 	std::fprintf(stream, "[starpu-fusing] families: %zu\n", collector_->families());
 	print_topology(stream, topology_);
 	if (caps_.working_set_bytes > 0)

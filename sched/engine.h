@@ -87,6 +87,9 @@ public:
 	void print_statistics(FILE *stream) const;
 
 private:
+	/* Why unpartitions were not elided with their partition
+	 * (SubmissionWindow::NotElided). */
+	void print_unpartitions_not_elided(FILE *stream) const;
 	void on_task_ready(BorrowedTask &task) override;
 	/* Predicted duration of one task (µs), NaN when unknown; any thread. */
 	double predict_member_us(struct starpu_task *task);

@@ -234,6 +234,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 			for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
 				if (trees_.in_tree(STARPU_TASK_GET_HANDLE(task, i)))
 					trees_.exclude_tree(STARPU_TASK_GET_HANDLE(task, i));
+			HandOverScope cause(*this, HandOver::task_not_deferred);
 			flush_locked();
 		}
 		on_excluded_tree = tree.excluded || tree.switches_plans || tree.reduces;
@@ -252,7 +253,10 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		place(task, ctx, predicted_us, bytes);
 		return 0;
 	}
-	flush_conflicting_locked(task);
+	{
+		HandOverScope cause(*this, HandOver::task_not_deferred);
+		flush_conflicting_locked(task);
+	}
 	if (task->synchronous) {
 		/* It blocks until the task ran, and the task's callbacks may
 		 * submit: release the window first.  Anything deferred
@@ -354,10 +358,13 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		std::lock_guard<std::mutex> lock(closer_mutex_);
 		closer_wakeup_.notify_one();
 	}
-	if (full(g))
+	if (full(g)) {
+		HandOverScope cause(*this, HandOver::group_full);
 		submit_groups_through(group);
-	else if (deferred_.load(std::memory_order_relaxed) >= max_window_tasks_)
+	} else if (deferred_.load(std::memory_order_relaxed) >= max_window_tasks_) {
+		HandOverScope cause(*this, HandOver::window_full);
 		flush_locked();
+	}
 }
 
 bool SubmissionWindow::full(const Group &group) const
@@ -460,9 +467,13 @@ void SubmissionWindow::run_calls_locked(std::vector<PendingCall> calls)
 	 * a call may run a callback that submits.  A partition that goes to
 	 * StarPU ends its episode: its tasks will be on the children. */
 	for (const PendingCall &call : calls) {
-		if (call.opens_episode)
-			episodes_.erase(std::find_if(episodes_.begin(), episodes_.end(),
-						     [&](const PlanEpisode &e) { return e.parent == call.opens_episode; }));
+		if (call.opens_episode) {
+			auto episode = std::find_if(episodes_.begin(), episodes_.end(),
+						    [&](const PlanEpisode &e) { return e.parent == call.opens_episode; });
+			if (!episode->unpartition_recorded)
+				partition_handed_over_[episode->parent] = HandedOver{hand_over_, episode->spoiled};
+			episodes_.erase(episode);
+		}
 		run_call(call.run);
 	}
 	calls_waiting_.fetch_sub(calls.size(), std::memory_order_relaxed);
@@ -583,9 +594,12 @@ void SubmissionWindow::record_partition_call(PartitionTrees::Call call, starpu_d
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	if (call == PartitionTrees::Call::unpartition)
 		unpartitions_recorded_.fetch_add(1, std::memory_order_relaxed);
-	if (!episodes_.empty()) {
+	if (!episodes_.empty())
 		spoil_episodes_locked(call, parent);
-		if (call == PartitionTrees::Call::unpartition && elide_plan_locked(parent, nparts, children))
+	if (call == PartitionTrees::Call::unpartition) {
+		if (episodes_.empty())
+			note_not_elided(parent, nullptr, false);
+		else if (elide_plan_locked(parent, nparts, children))
 			return;
 	}
 	trees_.apply(call, parent, children, nparts);
@@ -661,12 +675,62 @@ void SubmissionWindow::spoil_episodes_locked(PartitionTrees::Call call, starpu_d
 	}
 }
 
+void SubmissionWindow::note_not_elided(starpu_data_handle_t parent, PlanEpisode *episode, bool member_calibrating)
+{
+	auto handed = partition_handed_over_.find(parent);
+	if (member_calibrating) {
+		count_not_elided(NotElided::member_calibrating);
+	} else if ((episode && episode->spoiled) || (handed != partition_handed_over_.end() && handed->second.spoiled)) {
+		count_not_elided(NotElided::other_call_on_tree);
+	} else if (handed != partition_handed_over_.end() && !episode) {
+		count_not_elided(NotElided::partition_handed_over);
+		handed_over_[static_cast<int>(handed->second.cause)].fetch_add(1, std::memory_order_relaxed);
+	} else {
+		/* Not a partition of the whole plan, or an unpartition naming
+		 * other children than its partition. */
+		count_not_elided(NotElided::never_elidable);
+	}
+	if (handed != partition_handed_over_.end())
+		partition_handed_over_.erase(handed);
+	if (episode)
+		episode->unpartition_recorded = true;
+}
+
+std::uint64_t SubmissionWindow::unpartitions_not_elided(NotElided reason) const
+{
+	return not_elided_[static_cast<int>(reason)].load(std::memory_order_relaxed);
+}
+
+std::uint64_t SubmissionWindow::partitions_handed_over(HandOver cause) const
+{
+	return handed_over_[static_cast<int>(cause)].load(std::memory_order_relaxed);
+}
+
+const char *SubmissionWindow::hand_over_text(HandOver cause)
+{
+	switch (cause) {
+	case HandOver::task_not_deferred: return "a conflicting task not deferred";
+	case HandOver::program_call: return "a StarPU call of the program";
+	case HandOver::group_full: return "a full group";
+	case HandOver::window_full: return "a full window";
+	case HandOver::max_delay: return "STARPU_FUSING_MAX_DELAY";
+	case HandOver::idle_worker: return "an idle worker";
+	case HandOver::count_: break;
+	}
+	return "?";
+}
+
 bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned nparts, const starpu_data_handle_t *children)
 {
 	auto episode = std::find_if(episodes_.begin(), episodes_.end(), [&](const PlanEpisode &e) { return e.parent == parent; });
-	if (episode == episodes_.end() || episode->spoiled || episode->children.size() != nparts ||
-	    !std::equal(episode->children.begin(), episode->children.end(), children))
+	if (episode == episodes_.end()) {
+		note_not_elided(parent, nullptr, false);
 		return false;
+	}
+	if (episode->spoiled || episode->children.size() != nparts || !std::equal(episode->children.begin(), episode->children.end(), children)) {
+		note_not_elided(parent, &*episode, false);
+		return false;
+	}
 	auto child_index = [&](starpu_data_handle_t handle) -> long {
 		for (std::size_t c = 0; c < nparts; c++)
 			if (children[c] == handle)
@@ -682,8 +746,10 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 		for (std::size_t m = 0; m < members.tasks.size(); m++)
 			if (starpu_calibrates(members.tasks[m]))
 				for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
-					if (child_index(members.use_handles[u]) >= 0)
+					if (child_index(members.use_handles[u]) >= 0) {
+						note_not_elided(parent, &*episode, true);
 						return false;
+					}
 	}
 	/* The partition is still in the window, so is every group from its
 	 * position on (groups go to StarPU in order, the call with the first):
@@ -691,8 +757,10 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 	const std::size_t opened = first_open_ + groups_.size();
 	std::vector<PendingCall> &calls = episode->position < opened ? groups_[episode->position - first_open_].calls_before : pending_calls_;
 	auto partition = std::find_if(calls.begin(), calls.end(), [&](const PendingCall &c) { return c.opens_episode == parent; });
-	if (partition == calls.end())
+	if (partition == calls.end()) {
+		note_not_elided(parent, &*episode, false);
 		return false;
+	}
 	calls.erase(partition);
 	calls_waiting_.fetch_sub(1, std::memory_order_relaxed);
 	/* Every use of a child since the partition is in those groups (the
@@ -766,6 +834,7 @@ void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_
 		break;
 	case PartitionChange::clean:
 		trees_.clean_plan(parent, children, nparts);
+		partition_handed_over_.erase(parent);
 		break;
 	case PartitionChange::unfollowed:
 		if (trees_.in_tree(parent))
@@ -776,6 +845,7 @@ void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_
 
 double SubmissionWindow::flush_overdue_locked()
 {
+	HandOverScope cause(*this, HandOver::max_delay);
 	const double now_us = starpu_timing_now();
 	std::size_t overdue = 0;
 	while (overdue < groups_.size() && now_us - groups_[overdue].opened_us >= limits_.max_delay_us)
@@ -792,6 +862,7 @@ double SubmissionWindow::flush_overdue_locked()
 
 void SubmissionWindow::flush_worth_running_locked()
 {
+	HandOverScope cause(*this, HandOver::idle_worker);
 	for (std::size_t i = 0; i < groups_.size(); i++) {
 		const Group &group = groups_[i];
 		if (group.unpredicted || group.predicted_us >= kWorthRunningAlone_us) {

@@ -38,6 +38,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -154,6 +155,25 @@ public:
 	std::uint64_t handles_submitted() const { return handles_submitted_.load(std::memory_order_relaxed); }
 	std::uint64_t plans_elided() const { return plans_elided_.load(std::memory_order_relaxed); }
 	std::uint64_t unpartitions_recorded() const { return unpartitions_recorded_.load(std::memory_order_relaxed); }
+	/* Why an unpartition the program submitted was not elided with its
+	 * partition: that partition reached StarPU first, handed over by one
+	 * of these; another call came on its tree; a member using a child
+	 * calibrates its model; or it was never in the window to elide (not a
+	 * partition of the whole plan, a parent without a buffer, a tree not
+	 * followed, elision off). */
+	enum class HandOver {
+		task_not_deferred, /* a task the window did not defer, conflicting */
+		program_call,      /* a StarPU call of the program (barrier, wait, acquisition, plan, dependency) */
+		group_full,
+		window_full,
+		max_delay,
+		idle_worker,
+		count_
+	};
+	enum class NotElided { partition_handed_over, other_call_on_tree, member_calibrating, never_elidable, count_ };
+	std::uint64_t unpartitions_not_elided(NotElided reason) const;
+	std::uint64_t partitions_handed_over(HandOver cause) const;
+	static const char *hand_over_text(HandOver cause);
 
 	SubmissionWindow(const SubmissionWindow &) = delete;
 	SubmissionWindow &operator=(const SubmissionWindow &) = delete;
@@ -175,7 +195,11 @@ private:
 		std::size_t position; /* the group the call runs before */
 		std::vector<starpu_data_handle_t> children;
 		bool spoiled = false; /* another call in its tree came meanwhile */
+		bool unpartition_recorded = false; /* it came, and did not elide the plan */
 	};
+	/* Counts why the unpartition of parent, just recorded, did not elide
+	 * its plan (episode: its episode, or null).  mutex_ held. */
+	void note_not_elided(starpu_data_handle_t parent, PlanEpisode *episode, bool member_calibrating);
 	struct Group {
 		GroupMembers members;
 		unsigned sched_ctx = 0;
@@ -333,6 +357,33 @@ private:
 	std::atomic<std::uint64_t> handles_submitted_{0}; /* over every merged task */
 	std::atomic<std::uint64_t> plans_elided_{0};
 	std::atomic<std::uint64_t> unpartitions_recorded_{0};
+	/* Why groups are being handed over now, set by each entry point that
+	 * hands them (HandOverScope); guarded by mutex_. */
+	HandOver hand_over_ = HandOver::program_call;
+	class HandOverScope {
+	public:
+		HandOverScope(SubmissionWindow &window, HandOver cause) : window_(window), outer_(window.hand_over_)
+		{
+			window.hand_over_ = cause;
+		}
+		~HandOverScope() { window_.hand_over_ = outer_; }
+
+	private:
+		SubmissionWindow &window_;
+		HandOver outer_;
+	};
+	/* Parents whose elidable partition reached StarPU before their
+	 * unpartition came, with why, until that unpartition (or the plan's
+	 * clean); guarded by mutex_. */
+	struct HandedOver {
+		HandOver cause;
+		bool spoiled; /* another call on its tree came first */
+	};
+	std::unordered_map<starpu_data_handle_t, HandedOver> partition_handed_over_;
+	/* Counts under mutex_, read unlocked at shutdown (STARPU_FUSING_STATS). */
+	std::atomic<std::uint64_t> not_elided_[static_cast<int>(NotElided::count_)] = {};
+	std::atomic<std::uint64_t> handed_over_[static_cast<int>(HandOver::count_)] = {};
+	void count_not_elided(NotElided reason) { not_elided_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed); }
 
 	std::mutex closer_mutex_;
 	std::condition_variable closer_wakeup_;
