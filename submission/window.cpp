@@ -5,6 +5,7 @@
 #include "core/current_member.h"
 #include "core/eligibility.h"
 #include "core/member_run.h"
+#include "core/task_interfaces.h"
 #include "submission/access_modes.h"
 #include "submission/starpu_code.h"
 
@@ -155,6 +156,9 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 		return false;
 	if (touches_excluded_data(task))
 		return false;
+	/* The model may read the task's interfaces, which StarPU has not
+	 * filled yet (core/task_interfaces.h). */
+	give_home_interfaces(task);
 	predicted_us = predict_(task);
 	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
 		return false;

@@ -1060,6 +1060,69 @@ void api_reductions_of_deferred_tasks_are_combined(void **)
 	finish();
 }
 
+/* task->interfaces, which StarPU fills at submission (home interfaces) and
+ * when the task runs (the interfaces its function gets), and which
+ * performance models read (StarPU's examples/mlr: its parameters function
+ * reads task->interfaces[0]; it crashed under fusing, 1.4, when the window
+ * asked the model about a task StarPU had not filled).  Here a cost function
+ * and the codelet read them: a cost function never meets an unfilled
+ * interface (16 did before), and a running task's interfaces are the
+ * buffers it got (on one memory node, its home interfaces are). */
+std::atomic<int> unfilled_interfaces_seen{0};
+std::atomic<int> interfaces_other_than_buffers{0};
+double cost_reading_interfaces(struct starpu_task *task, unsigned)
+{
+	if (!task->interfaces[0])
+		unfilled_interfaces_seen++;
+	return 5.0; /* µs: small enough to be deferred */
+}
+void add_one_checking_interfaces(void **buffers, void *)
+{
+	if (starpu_task_get_current()->interfaces[0] != buffers[0])
+		interfaces_other_than_buffers++;
+	value_of(buffers[0]) += 1;
+}
+struct starpu_perfmodel interfaces_model = [] {
+	struct starpu_perfmodel model;
+	std::memset(&model, 0, sizeof(model));
+	model.type = STARPU_COMMON;
+	model.cost_function = cost_reading_interfaces;
+	model.symbol = "api_interfaces_model";
+	return model;
+}();
+struct starpu_codelet add_one_checking_interfaces_cl = [] {
+	struct starpu_codelet cl = codelet(add_one_checking_interfaces, 1, "add_one_checking_interfaces");
+	cl.model = &interfaces_model;
+	return cl;
+}();
+
+void api_models_and_members_see_task_interfaces(void **)
+{
+	start("api_models_and_members_see_task_interfaces", 1);
+	unfilled_interfaces_seen = interfaces_other_than_buffers = 0;
+	const int kTasks = 8;
+	Variable values[kTasks];
+	for (Variable &value : values)
+		value.reg(10);
+	/* The first task of the codelet reaches StarPU, which loads its model;
+	 * the others may be deferred. */
+	assert_int_equal(submit_on(&add_one_checking_interfaces_cl, values[0].handle), 0);
+	starpu_task_wait_for_all();
+	struct starpu_task *blocker = occupy_a_worker();
+	for (int round = 0; round < 2; round++)
+		for (Variable &value : values)
+			assert_int_equal(submit_on(&add_one_checking_interfaces_cl, value.handle), 0);
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	for (int i = 0; i < kTasks; i++) {
+		starpu_data_unregister(values[i].handle);
+		assert_int_equal(values[i].value, i == 0 ? 13 : 12);
+	}
+	assert_int_equal(unfilled_interfaces_seen.load(), 0);
+	assert_int_equal(interfaces_other_than_buffers.load(), 0);
+	finish();
+}
+
 /* The CPU clock of the worker running it, one per worker. */
 clockid_t worker_clocks[2];
 void note_worker_clock(void **, void *)
@@ -1230,6 +1293,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
 		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
+		cmocka_unit_test(api_models_and_members_see_task_interfaces),
 		cmocka_unit_test(api_idle_workers_leave_their_cores),
 	};
 	if (const char *only = getenv("API_TEST"))
