@@ -30,8 +30,9 @@
  *    kernel's results).
  *
  * Threads: may_bind in submitting and readying threads, binding_for in the
- * flusher, KernelBinding::run in the worker running a batch (several at
- * once).  KernelBindings::mutex_ guards its table; each KernelBinding's
+ * thread building a batch (the flusher) or a submission-time group (the
+ * thread handing the window over), KernelBinding::run in the worker running
+ * a batch or group (several at once).  KernelBindings::mutex_ guards its table; each KernelBinding's
  * mutex_ guards its verified shapes and the reason it was dropped; the
  * counters are atomics (statistics only); dropped_ is an atomic read
  * without a lock: a batch built before a drop and run after it checks it
@@ -132,7 +133,8 @@ public:
 	bool may_bind(const struct starpu_codelet *cl);
 
 	/* The binding of cl's tasks submitted with modes, or null (no entry
-	 * matches, or it was dropped).  The flusher thread. */
+	 * matches, or it was dropped).  The thread building a batch or a
+	 * group; takes mutex_. */
 	KernelBinding *binding_for(const struct starpu_codelet *cl, const std::vector<enum starpu_data_access_mode> &modes);
 
 	/* One line per binding made (STARPU_FUSING_STATS). */

@@ -10,6 +10,7 @@
 #include "core/member_run.h"
 #include "core/merged_task_buffers.h"
 #include "core/stats.h"
+#include "kernels/kernel_binding.h"
 #include "submission/named_members.h"
 
 #include <algorithm>
@@ -35,6 +36,7 @@ struct RunningGroup {
 	std::vector<bool> has_view;          /* empty, or per member: some use is a view */
 	bool one_codelet;                    /* every member has members[0]'s codelet */
 	std::optional<struct starpu_fusing_batched_implementation> batched;
+	KernelBinding *kernel = nullptr; /* without batched: a kernel pack entry bound to the one codelet */
 	GroupReports reports;
 	double predicted_us; /* NaN when unknown; read by StarPU through group_model */
 	double exec_us = 0.0;
@@ -114,7 +116,8 @@ void run_group(void *buffers[], void *arg)
 	if (!group->views.empty())
 		build_child_views(*group, buffers, view_storage, uses);
 	const double start_us = starpu_timing_now();
-	if (group->batched) {
+	if (group->batched || group->kernel) {
+		/* Every member has the codelet's fixed buffer count. */
 		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(group->members[0]);
 		std::vector<void **> task_buffers(ntasks);
 		std::vector<void *> task_args(ntasks);
@@ -122,8 +125,18 @@ void run_group(void *buffers[], void *arg)
 			task_buffers[i] = uses.data() + i * nbuffers;
 			task_args[i] = group->members[i]->cl_arg;
 		}
-		group->batched->cpu_func(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(),
-					 group->batched->batch_arg);
+		if (group->batched) {
+			group->batched->cpu_func(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(),
+						 group->batched->batch_arg);
+		} else {
+			const KernelRun ran = group->kernel->run(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(), [&](unsigned i) {
+				run_member(group->members[i], task_buffers[i], ntasks, group->merged_buffers_of(i), group->merged,
+					   group->has_view.empty() || !group->has_view[i]);
+			});
+			for (unsigned i : ran.tasks)
+				if (starpu_profiles(group->members[i]))
+					record_in_starpu_profiling(group->members[i], ran.start_us, ran.end_us);
+		}
 	} else if (group->one_codelet) {
 		for (std::size_t i = 0; i < ntasks; i++)
 			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
@@ -283,7 +296,7 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 	auto merged = merge_buffers(members.use_handles, members.use_modes);
 	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
 	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
-					       std::move(members.view_of_use), std::move(members.views), {}, true, std::nullopt, reports,
+					       std::move(members.view_of_use), std::move(members.views), {}, true, std::nullopt, nullptr, reports,
 					       predicted_us};
 	if (!group->views.empty()) {
 		group->has_view.assign(group->members.size(), false);
@@ -301,8 +314,16 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 		group->one_codelet = group->one_codelet && member->cl == group->members.front()->cl;
 		any_prologue = any_prologue || member->prologue_callback_func;
 	}
-	if (group->one_codelet && group->members.size() > 1 && group->members.front()->cl->nbuffers != STARPU_VARIABLE_NBUFFERS)
+	if (group->one_codelet && group->members.front()->cl->nbuffers != STARPU_VARIABLE_NBUFFERS) {
 		group->batched = batched_implementation_for(group->members.front()->cl);
+		/* The window groups a codelet the kernel pack may bind only with
+		 * tasks of the same modes (SubmissionWindow::fits_kernel). */
+		if (!group->batched && reports.kernels)
+			group->kernel = reports.kernels->binding_for(
+				group->members.front()->cl,
+				std::vector<enum starpu_data_access_mode>(members.use_modes.begin(),
+									  members.use_modes.begin() + group->members.front()->cl->nbuffers));
+	}
 
 	GroupCodelets &codelets = group_codelets();
 	struct starpu_task *task = starpu_task_create();

@@ -12,8 +12,9 @@
  *  - the prologue (members' ready prologues, in order): the thread that
  *    made the merged task ready, inside StarPU's push;
  *  - the CPU function: the worker; runs each member on its own buffers, in
- *    order, or a registered batched implementation once when every member
- *    has the same codelet;
+ *    order, or, when every member has the same codelet, a registered batched
+ *    implementation once or the kernel pack entry bound to the codelet
+ *    (kernels/kernel_binding.h);
  *  - the callback: the worker, after StarPU released the merged task's
  *    data: each member's callback in order, then the member is destroyed
  *    as StarPU would have destroyed it (destroy = 1).
@@ -33,6 +34,7 @@ namespace fusing {
 
 class BatchTrace;
 class CodeletObservations;
+class KernelBindings;
 class NamedMembers;
 class Statistics;
 
@@ -42,6 +44,7 @@ struct GroupReports {
 	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
 	NamedMembers *names;                       /* the window's */
 	std::atomic<std::size_t> *running_groups; /* the window's: submitted, callback not ended */
+	KernelBindings *kernels; /* the kernel pack's bindings (none bind with STARPU_FUSING_KERNELS=off) */
 };
 
 using SubmitFunction = int (*)(struct starpu_task *);

@@ -112,7 +112,8 @@ SubmissionWindow::~SubmissionWindow()
 	closer_.join();
 }
 
-bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes)
+bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes,
+				  bool &batched_kernel)
 {
 	/* StarPU already knows the task: dependencies or end dependencies were
 	 * declared by it or on it (that creates its job), or it was submitted
@@ -159,6 +160,9 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	/* The model may read the task's interfaces, which StarPU has not
 	 * filled yet (core/task_interfaces.h). */
 	give_home_interfaces(task);
+	/* The model may read the task's interfaces, which StarPU has not
+	 * filled yet (core/task_interfaces.h). */
+	give_home_interfaces(task);
 	predicted_us = predict_(task);
 	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
 		return false;
@@ -174,10 +178,12 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	if (!limits_.always_defer &&
 	    (std::isnan(predicted_us) || (predicted_us >= kWorthRunningAlone_us && load_.some_worker_waits(ctx))))
 		return false;
-	/* A codelet with a batched implementation is left to ready-time
-	 * batches, which keep to one codelet and call it once; a group may
-	 * mix codelets and then runs each task generically. */
-	if (has_batched_kernel_(task))
+	/* A codelet with a batched implementation (the program's or the
+	 * kernel pack's) is grouped only with tasks of its own codelet and
+	 * modes, so that the merged task calls it once (fits_kernel()); it
+	 * needs a fixed buffer count. */
+	batched_kernel = has_batched_kernel_(task);
+	if (batched_kernel && task->cl->nbuffers == STARPU_VARIABLE_NBUFFERS)
 		return false;
 	if (!limits_.always_defer && !group_sizes_.worth_holding(task->cl))
 		return false;
@@ -215,7 +221,8 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	unsigned ctx = 0;
 	double predicted_us = NAN;
 	std::uint64_t bytes = 0;
-	const bool defer = deferrable(task, ctx, predicted_us, bytes);
+	bool batched_kernel = false;
+	const bool defer = deferrable(task, ctx, predicted_us, bytes, batched_kernel);
 	/* A task that is not deferred follows the deferred tasks it conflicts
 	 * with (flush_conflicting_locked); one that accesses no data conflicts
 	 * with none, and needs not even the lock (DAHL submits five control
@@ -254,7 +261,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	if (defer && !on_excluded_tree && !waits_for_program && waiting_threads_.load(std::memory_order_relaxed) == 0) {
 		if (count_deferred_)
 			count_deferred_(task);
-		place(task, ctx, predicted_us, bytes);
+		place(task, ctx, predicted_us, bytes, batched_kernel);
 		return 0;
 	}
 	{
@@ -288,7 +295,8 @@ const std::vector<Access<starpu_data_handle_t>> &SubmissionWindow::accesses_of(c
 	return accesses_;
 }
 
-void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes)
+void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes,
+			     bool batched_kernel)
 {
 	const std::vector<Access<starpu_data_handle_t>> &accesses = accesses_of(task);
 	const long latest_conflict = order_.latest_conflicting_group(accesses);
@@ -310,8 +318,8 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		if (g < lowest || g >= first_open_ + groups_.size())
 			return false;
 		const Group &candidate = groups_[g - first_open_];
-		if (candidate.sched_ctx != ctx || full(candidate) || !fits_trees(candidate, accesses) ||
-		    !fits_reductions(candidate, task))
+		if (candidate.sched_ctx != ctx || full(candidate) || !fits_kernel(candidate, task, batched_kernel) ||
+		    !fits_trees(candidate, accesses) || !fits_reductions(candidate, task))
 			return false;
 		const bool depends_on_it = latest_dependency >= 0 && static_cast<std::size_t>(latest_dependency) == g;
 		return !depends_on_it || limits_.always_defer ||
@@ -322,17 +330,32 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * of read-write tasks becomes one merged task with one handle), or
 	 * opens the chain's next group when that one is closed or full.  Other
 	 * tasks (only reads, reductions, or writes of data new to the window)
-	 * join the newest group (horizontal fusion). */
+	 * join the newest group of their kind (horizontal fusion): for a
+	 * codelet with a batched kernel, the newest of its own codelet; for
+	 * others, the newest not kept for one. */
 	long chain_group = -1;
 	for (std::size_t i = 0; i < accesses.size(); i++)
 		if (accesses[i].writes && !reduces(STARPU_TASK_GET_MODE(task, i)))
 			chain_group = std::max(chain_group, order_.last_access_group(accesses[i].handle));
+	/* A chain whose last group already went to StarPU has nothing left to
+	 * continue in the window (the record outlives groups, and a handle
+	 * registered at the address of an unregistered one inherits its
+	 * entry): the task is placed as one on data new to the window. */
+	if (chain_group >= 0 && static_cast<std::size_t>(chain_group) < first_open_)
+		chain_group = -1;
+	long newest_of_its_kind = -1;
+	if (chain_group < 0)
+		for (std::size_t g = first_open_ + groups_.size(); g-- > std::max(lowest, first_open_);)
+			if ((groups_[g - first_open_].kernel_codelet != nullptr) == batched_kernel) {
+				newest_of_its_kind = static_cast<long>(g);
+				break;
+			}
 	std::size_t group;
 	if (chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group))) {
 		group = static_cast<std::size_t>(chain_group);
 		order_.join(group, accesses);
-	} else if (chain_group < 0 && !groups_.empty() && joinable(first_open_ + groups_.size() - 1)) {
-		group = first_open_ + groups_.size() - 1;
+	} else if (newest_of_its_kind >= 0 && joinable(static_cast<std::size_t>(newest_of_its_kind))) {
+		group = static_cast<std::size_t>(newest_of_its_kind);
 		order_.join(group, accesses);
 	} else {
 		group = order_.open(accesses);
@@ -342,6 +365,11 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		groups_.back().opened_us = starpu_timing_now();
 		/* The calls placed at the end of the window run before it. */
 		groups_.back().calls_before.swap(pending_calls_);
+		if (batched_kernel) {
+			groups_.back().kernel_codelet = task->cl;
+			for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+				groups_.back().kernel_modes.push_back(STARPU_TASK_GET_MODE(task, i));
+		}
 	}
 	Group &g = groups_[group - first_open_];
 	note_tree_handles(g, accesses);
@@ -511,6 +539,18 @@ SubmissionWindow::TreeAccess SubmissionWindow::tree_access(const struct starpu_t
 			found.switches_plans = true;
 	}
 	return found;
+}
+
+bool SubmissionWindow::fits_kernel(const Group &group, const struct starpu_task *task, bool batched_kernel) const
+{
+	if (!batched_kernel)
+		return group.kernel_codelet == nullptr;
+	if (group.kernel_codelet != task->cl)
+		return false;
+	for (unsigned i = 0; i < group.kernel_modes.size(); i++)
+		if (STARPU_TASK_GET_MODE(task, i) != group.kernel_modes[i])
+			return false;
+	return true;
 }
 
 long SubmissionWindow::latest_conflict_without_reductions(const struct starpu_task *task)

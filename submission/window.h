@@ -215,11 +215,17 @@ private:
 		/* The handles its members reduce (STARPU_REDUX): no member
 		 * accesses them otherwise (fits_reductions()). */
 		std::vector<starpu_data_handle_t> reduced_handles;
+		/* A group of a codelet with a batched implementation holds only
+		 * tasks of that codelet submitted with these modes, which its
+		 * merged task runs in one call (fits_kernel()); null for
+		 * others. */
+		const struct starpu_codelet *kernel_codelet = nullptr;
+		std::vector<enum starpu_data_access_mode> kernel_modes;
 	};
 
 	/* Whether task may be deferred (no lock; reads the task and its
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
-	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes);
+	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes, bool &batched_kernel);
 	bool touches_excluded_data(const struct starpu_task *task);
 	/* Whether task touches a partition tree that is no longer deferred,
 	 * and whether StarPU would switch plans for it (partition_trees.h).
@@ -244,6 +250,10 @@ private:
 	 * combined with a read or write is neither (doc/design.md, section 12,
 	 * reductions).  mutex_ held. */
 	bool fits_reductions(const Group &group, const struct starpu_task *task) const;
+	/* Whether group holds tasks of task's kind: of its codelet and modes
+	 * when it has a batched implementation (batched_kernel), of codelets
+	 * without one otherwise.  mutex_ held. */
+	bool fits_kernel(const Group &group, const struct starpu_task *task, bool batched_kernel) const;
 	void note_reduced_handles(Group &group, const struct starpu_task *task);
 	/* The highest group holding an access that conflicts with one of
 	 * task's accesses other than its reductions.  mutex_ held. */
@@ -280,7 +290,7 @@ private:
 	 * mutex_ held. */
 	const std::vector<Access<starpu_data_handle_t>> &accesses_of(const struct starpu_task *task);
 	/* mutex_ held. */
-	void place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes);
+	void place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes, bool batched_kernel);
 	bool full(const Group &group) const;
 	void submit_groups_through(std::size_t group_number);
 	void flush_locked();
