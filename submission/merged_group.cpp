@@ -177,12 +177,34 @@ void run_member_prologues(void *arg)
 	}
 }
 
+/* STARPU_FUSING_STATS: each codelet's members count for that codelet, with
+ * their share of the group's time (a group of several codelets counted for
+ * its first one made "fused" exceed "submitted"). */
+void record_in_statistics(const RunningGroup &group)
+{
+	if (group.one_codelet) {
+		group.reports.stats->record_batch(group.members[0]->cl, group.members.size(), group.exec_us, group.predicted_us);
+		return;
+	}
+	std::vector<std::pair<const struct starpu_codelet *, std::size_t>> counts;
+	for (const struct starpu_task *member : group.members) {
+		auto found = std::find_if(counts.begin(), counts.end(), [&](const auto &c) { return c.first == member->cl; });
+		if (found == counts.end())
+			counts.emplace_back(member->cl, 1);
+		else
+			found->second++;
+	}
+	for (const auto &[cl, count] : counts) {
+		const double share = double(count) / double(group.members.size());
+		group.reports.stats->record_batch(cl, count, group.exec_us * share, group.predicted_us * share);
+	}
+}
+
 void finish_group(void *arg)
 {
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
 	if (group->reports.stats)
-		group->reports.stats->record_batch(group->members[0]->cl, group->members.size(), group->exec_us,
-						   group->predicted_us);
+		record_in_statistics(*group);
 	for (std::size_t m = 0; m < group->members.size(); m++) {
 		struct starpu_task *member = group->members[m];
 		/* Read first: a kept member's callback may submit it again. */
