@@ -343,6 +343,11 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * entry): the task is placed as one on data new to the window. */
 	if (chain_group >= 0 && static_cast<std::size_t>(chain_group) < first_open_)
 		chain_group = -1;
+	/* Nor is there one to continue in a group of another kind (a bias
+	 * added to a convolution's output, which a kernel group holds): a
+	 * group of its own for every such task would follow. */
+	if (chain_group >= 0 && !fits_kernel(groups_[static_cast<std::size_t>(chain_group) - first_open_], task, batched_kernel))
+		chain_group = -1;
 	long newest_of_its_kind = -1;
 	if (chain_group < 0)
 		for (std::size_t g = first_open_ + groups_.size(); g-- > std::max(lowest, first_open_);)

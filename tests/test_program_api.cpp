@@ -1123,6 +1123,68 @@ void api_models_and_members_see_task_interfaces(void **)
 	finish();
 }
 
+/* A codelet with a batched implementation is grouped only with its own
+ * tasks (kernel groups, doc/design.md section 12); a task consuming one of
+ * their outputs (a bias added to a convolution's output) has no chain to
+ * continue in that group and shares a group with the other consumers, as
+ * on new data.  Before, each consumer opened a group of its own (largest
+ * consumer group 1, not 4). */
+std::atomic<unsigned> largest_consumer_group{0};
+void produce_batch(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	for (unsigned t = 0; t < ntasks; t++)
+		value_of(task_buffers[t][0]) = 5;
+}
+void produce_one(void **buffers, void *)
+{
+	value_of(buffers[0]) = 5;
+}
+void consume(void **buffers, void *)
+{
+	value_of(buffers[0]) += 1;
+	unsigned seen = largest_consumer_group.load();
+	const unsigned size = starpu_fusing_current_batch_size();
+	while (size > seen && !largest_consumer_group.compare_exchange_weak(seen, size))
+		;
+}
+struct starpu_codelet produce_cl = [] {
+	struct starpu_codelet cl = codelet(produce_one, 1, "produce");
+	cl.modes[0] = STARPU_W;
+	return cl;
+}();
+struct starpu_codelet consume_cl = codelet(consume, 1, "consume");
+
+void api_consumers_of_a_kernel_group_share_groups(void **)
+{
+	start("api_consumers_of_a_kernel_group_share_groups", 1);
+	largest_consumer_group = 0;
+	struct starpu_fusing_batched_implementation batched = {};
+	batched.size = sizeof(batched);
+	batched.cpu_func = produce_batch;
+	assert_int_equal(starpu_fusing_register_batched(&produce_cl, &batched), 0);
+	const int kOutputs = 4;
+	Variable outputs[kOutputs];
+	for (Variable &output : outputs)
+		output.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	for (Variable &output : outputs) {
+		assert_int_equal(submit_on(&produce_cl, output.handle), 0);
+		assert_int_equal(submit_on(&consume_cl, output.handle), 0);
+	}
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	for (Variable &output : outputs) {
+		starpu_data_unregister(output.handle);
+		assert_int_equal(output.value, 6);
+	}
+	assert_int_equal(starpu_fusing_unregister_batched(&produce_cl), 0);
+	if (native)
+		assert_int_equal(largest_consumer_group.load(), 0);
+	else if (getenv("STARPU_FUSING_HOLD") && strcmp(getenv("STARPU_FUSING_MODE"), "ready") != 0)
+		assert_int_equal(largest_consumer_group.load(), kOutputs);
+	finish();
+}
+
 /* The CPU clock of the worker running it, one per worker. */
 clockid_t worker_clocks[2];
 void note_worker_clock(void **, void *)
@@ -1294,6 +1356,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
 		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
 		cmocka_unit_test(api_models_and_members_see_task_interfaces),
+		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),
 		cmocka_unit_test(api_idle_workers_leave_their_cores),
 	};
 	if (const char *only = getenv("API_TEST"))
