@@ -992,16 +992,22 @@ void add_second_into_first(void **buffers, void *)
 {
 	value_of(buffers[0]) += value_of(buffers[1]);
 }
+/* Raises largest to the size of the batch or group running the caller
+ * (0 outside one). */
+void note_group_size(std::atomic<unsigned> &largest)
+{
+	unsigned seen = largest.load();
+	const unsigned size = starpu_fusing_current_batch_size();
+	while (size > seen && !largest.compare_exchange_weak(seen, size))
+		;
+}
 std::atomic<unsigned> largest_reduction_group{0};
 void add_value(void **buffers, void *cl_arg)
 {
 	long value;
 	starpu_codelet_unpack_args(cl_arg, &value);
 	value_of(buffers[0]) += value;
-	unsigned seen = largest_reduction_group.load();
-	const unsigned size = starpu_fusing_current_batch_size();
-	while (size > seen && !largest_reduction_group.compare_exchange_weak(seen, size))
-		;
+	note_group_size(largest_reduction_group);
 }
 struct starpu_codelet set_to_zero_cl = [] {
 	struct starpu_codelet cl = codelet(set_to_zero, 1, "set_to_zero");
@@ -1142,10 +1148,7 @@ void produce_one(void **buffers, void *)
 void consume(void **buffers, void *)
 {
 	value_of(buffers[0]) += 1;
-	unsigned seen = largest_consumer_group.load();
-	const unsigned size = starpu_fusing_current_batch_size();
-	while (size > seen && !largest_consumer_group.compare_exchange_weak(seen, size))
-		;
+	note_group_size(largest_consumer_group);
 }
 struct starpu_codelet produce_cl = [] {
 	struct starpu_codelet cl = codelet(produce_one, 1, "produce");
