@@ -328,10 +328,10 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	/* A task that writes a handle continues the chain of that handle's
 	 * last accessor: it joins that task's group (vertical fusion: a chain
 	 * of read-write tasks becomes one merged task with one handle), or
-	 * opens the chain's next group when that one is closed or full.  Other
-	 * tasks (only reads, reductions, or writes of data new to the window)
-	 * join the newest group of their kind (horizontal fusion): for a
-	 * codelet with a batched kernel, the newest of its own codelet; for
+	 * opens the chain's next group when that one is full.  Other tasks
+	 * (only reads, reductions, or writes of data new to the window) join
+	 * the newest group of their kind (horizontal fusion): for a codelet
+	 * with a batched kernel, the newest of its own codelet and modes; for
 	 * others, the newest not kept for one. */
 	long chain_group = -1;
 	for (std::size_t i = 0; i < accesses.size(); i++)
@@ -351,7 +351,7 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	long newest_of_its_kind = -1;
 	if (chain_group < 0)
 		for (std::size_t g = first_open_ + groups_.size(); g-- > std::max(lowest, first_open_);)
-			if ((groups_[g - first_open_].kernel_codelet != nullptr) == batched_kernel) {
+			if (fits_kernel(groups_[g - first_open_], task, batched_kernel)) {
 				newest_of_its_kind = static_cast<long>(g);
 				break;
 			}
