@@ -43,6 +43,9 @@ struct RunningGroup {
 	struct starpu_task *merged = nullptr; /* the task StarPU runs in the members' place */
 	/* member m's buffer b is the merged task's buffer_of_use[first_use[m] + b] */
 	const unsigned *merged_buffers_of(std::size_t m) const { return buffer_of_use.data() + first_use[m]; }
+	/* Whether member m uses only handles StarPU still has (no child view:
+	 * run_member's handles_registered). */
+	bool handles_registered(std::size_t m) const { return has_view.empty() || !has_view[m]; }
 };
 
 /* The distinct names of the members' codelets (codelet_name.h), in order,
@@ -131,7 +134,7 @@ void run_group(void *buffers[], void *arg)
 		} else {
 			const KernelRun ran = group->kernel->run(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(), [&](unsigned i) {
 				run_member(group->members[i], task_buffers[i], ntasks, group->merged_buffers_of(i), group->merged,
-					   group->has_view.empty() || !group->has_view[i]);
+					   group->handles_registered(i));
 			});
 			for (unsigned i : ran.tasks)
 				if (starpu_profiles(group->members[i]))
@@ -140,13 +143,13 @@ void run_group(void *buffers[], void *arg)
 	} else if (group->one_codelet) {
 		for (std::size_t i = 0; i < ntasks; i++)
 			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
-				   group->has_view.empty() || !group->has_view[i]);
+				   group->handles_registered(i));
 	} else {
 		/* Several codelets: each member's time goes to its own codelet. */
 		for (std::size_t i = 0; i < ntasks; i++) {
 			const double member_start_us = starpu_timing_now();
 			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
-				   group->has_view.empty() || !group->has_view[i]);
+				   group->handles_registered(i));
 			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
 		}
 	}
@@ -182,10 +185,6 @@ void run_member_prologues(void *arg)
  * its first one made "fused" exceed "submitted"). */
 void record_in_statistics(const RunningGroup &group)
 {
-	if (group.one_codelet) {
-		group.reports.stats->record_batch(group.members[0]->cl, group.members.size(), group.exec_us, group.predicted_us);
-		return;
-	}
 	std::vector<std::pair<const struct starpu_codelet *, std::size_t>> counts;
 	for (const struct starpu_task *member : group.members) {
 		auto found = std::find_if(counts.begin(), counts.end(), [&](const auto &c) { return c.first == member->cl; });

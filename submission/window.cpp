@@ -160,9 +160,6 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	/* The model may read the task's interfaces, which StarPU has not
 	 * filled yet (core/task_interfaces.h). */
 	give_home_interfaces(task);
-	/* The model may read the task's interfaces, which StarPU has not
-	 * filled yet (core/task_interfaces.h). */
-	give_home_interfaces(task);
 	predicted_us = predict_(task);
 	if (!std::isnan(predicted_us) && (predicted_us >= limits_.target_us || predicted_us > limits_.max_generic_task_us))
 		return false;
