@@ -2,17 +2,19 @@
 #include "submission/held_data.h"
 #include "submission/access_modes.h"
 
+#include <deque>
 #include <utility>
 #include <vector>
 
 namespace fusing {
 
-/* What hold_until_terminated puts in place of a task's callback, from
- * submission to the callback's end. */
-struct HeldData::TaskHold {
+/* A task whose callback fields hold_until_terminated wrapped: what StarPU
+ * calls instead, from the task's first pending submission until the
+ * termination of its last. */
+struct HeldData::HeldTask {
 	HeldData *owner;
 	struct starpu_task *task;
-	void (*callback)(void *); /* the task's own, restored before it runs */
+	void (*callback)(void *); /* the task's own, given back after its last termination */
 	/* What StarPU would call: the task's callback, else its codelet's,
 	 * read at submission (StarPU reads it before releasing dependents,
 	 * after which an internal task's codelet may be freed, e.g. a
@@ -20,8 +22,19 @@ struct HeldData::TaskHold {
 	void (*callback_to_run)(void *);
 	void *callback_arg;
 	unsigned callback_arg_free;
-	std::vector<std::pair<starpu_data_handle_t, bool>> accesses; /* handle, writes */
+	/* The accesses (handle, writes) of each submission StarPU has yet to
+	 * call the callback of, oldest first.  There can be two: StarPU
+	 * releases a task's dependents before it calls the task's callback,
+	 * and a dependent (its callback, on another worker) may submit the
+	 * task again meanwhile.  The task's fields then stay wrapped: the
+	 * terminating thread reads them without any lock of ours
+	 * (_starpu_handle_job_termination reads callback_func before
+	 * releasing dependents and callback_arg after). */
+	std::deque<std::vector<std::pair<starpu_data_handle_t, bool>>> submissions;
 };
+
+HeldData::HeldData() = default;
+HeldData::~HeldData() = default;
 
 void HeldData::add(starpu_data_handle_t handle, bool write)
 {
@@ -89,55 +102,77 @@ bool HeldData::conflicts(const struct starpu_task *task) const
 
 void HeldData::hold_until_terminated(struct starpu_task *task)
 {
-	void (*callback_to_run)(void *) = task->callback_func ? task->callback_func : (task->cl ? task->cl->callback_func : nullptr);
-	TaskHold *hold = new TaskHold{this, task, task->callback_func, callback_to_run, task->callback_arg, task->callback_arg_free, {}};
-	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
-	hold->accesses.reserve(nbuffers);
-	{
-		std::lock_guard<std::mutex> lock(mutex_);
-		for (unsigned i = 0; i < nbuffers; i++) {
-			const bool write = changes_data(STARPU_TASK_GET_MODE(task, i));
-			hold->accesses.emplace_back(STARPU_TASK_GET_HANDLE(task, i), write);
-			add(STARPU_TASK_GET_HANDLE(task, i), write);
-		}
+	std::lock_guard<std::mutex> lock(mutex_);
+	std::unique_ptr<HeldTask> &held = held_tasks_[task];
+	if (!held)
+		held.reset(new HeldTask{this, task, nullptr, nullptr, nullptr, 0, {}});
+	/* Wrap the task's fields unless they are wrapped already (a previous
+	 * submission not terminated yet).  A program that set new ones
+	 * before submitting again gets those run from now on. */
+	if (task->callback_func != on_terminated || task->callback_arg != held.get()) {
+		held->callback = task->callback_func;
+		held->callback_to_run = task->callback_func ? task->callback_func : (task->cl ? task->cl->callback_func : nullptr);
+		held->callback_arg = task->callback_arg;
+		held->callback_arg_free = task->callback_arg_free;
+		task->callback_func = on_terminated;
+		task->callback_arg = held.get();
+		task->callback_arg_free = 0;
 	}
-	task->callback_func = on_terminated;
-	task->callback_arg = hold;
-	task->callback_arg_free = 0;
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
+	held->submissions.emplace_back();
+	auto &accesses = held->submissions.back();
+	accesses.reserve(nbuffers);
+	for (unsigned i = 0; i < nbuffers; i++) {
+		const bool write = changes_data(STARPU_TASK_GET_MODE(task, i));
+		accesses.emplace_back(STARPU_TASK_GET_HANDLE(task, i), write);
+		add(STARPU_TASK_GET_HANDLE(task, i), write);
+	}
 }
 
-void HeldData::end_task_hold(TaskHold *hold)
+void HeldData::end_submission_holds(HeldTask *held, bool oldest)
 {
-	struct starpu_task *task = hold->task;
-	task->callback_func = hold->callback;
-	task->callback_arg = hold->callback_arg;
-	task->callback_arg_free = hold->callback_arg_free;
-	std::lock_guard<std::mutex> lock(mutex_);
-	for (const auto &access : hold->accesses)
+	const auto &accesses = oldest ? held->submissions.front() : held->submissions.back();
+	for (const auto &access : accesses)
 		remove(access.first, access.second);
+	if (oldest)
+		held->submissions.pop_front();
+	else
+		held->submissions.pop_back();
+	if (!held->submissions.empty())
+		return;
+	struct starpu_task *task = held->task;
+	task->callback_func = held->callback;
+	task->callback_arg = held->callback_arg;
+	task->callback_arg_free = held->callback_arg_free;
+	held_tasks_.erase(task); /* frees held */
 }
 
 void HeldData::unhold(struct starpu_task *task)
 {
-	TaskHold *hold = static_cast<TaskHold *>(task->callback_arg);
-	end_task_hold(hold);
-	delete hold;
+	std::lock_guard<std::mutex> lock(mutex_);
+	end_submission_holds(held_tasks_.at(task).get(), false);
 }
 
 /* StarPU calls it in place of the task's callback, in the thread ending the
- * task.  The task's own fields come back first: its callback may submit it
- * again. */
-void HeldData::on_terminated(void *task_hold)
+ * task, after releasing its dependents.  held outlives the call's start:
+ * only the termination of the task's last pending submission frees it, and
+ * this is one of them.  After the task's last termination its own fields
+ * come back before its callback runs: the callback may submit it again. */
+void HeldData::on_terminated(void *held_task)
 {
-	TaskHold *hold = static_cast<TaskHold *>(task_hold);
-	void (*callback)(void *) = hold->callback_to_run;
-	void *callback_arg = hold->callback_arg;
-	HeldData *owner = hold->owner;
-	/* The holds end before the callback: the task's dependents were
-	 * released already, and the callback may submit tasks on its data
-	 * that should not count it as held. */
-	owner->end_task_hold(hold);
-	delete hold;
+	HeldTask *held = static_cast<HeldTask *>(held_task);
+	HeldData *owner = held->owner;
+	void (*callback)(void *);
+	void *callback_arg;
+	{
+		/* The holds end before the callback: the task's dependents
+		 * were released already, and the callback may submit tasks on
+		 * its data that should not count it as held. */
+		std::lock_guard<std::mutex> lock(owner->mutex_);
+		callback = held->callback_to_run;
+		callback_arg = held->callback_arg;
+		owner->end_submission_holds(held, true);
+	}
 	if (callback)
 		callback(callback_arg);
 }

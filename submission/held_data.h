@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 
@@ -34,6 +35,8 @@ namespace fusing {
 
 class HeldData {
 public:
+	HeldData();
+	~HeldData(); /* where HeldTask is complete */
 	/* The program asks for handle in mode (before StarPU has it). */
 	void acquired(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
 	/* The program releases handle (after StarPU did): a read hold if it
@@ -59,16 +62,20 @@ private:
 		unsigned readers = 0;
 		unsigned writers = 0;
 	};
-	struct TaskHold;
-	static void on_terminated(void *task_hold);
+	struct HeldTask;
+	static void on_terminated(void *held_task);
 	void add(starpu_data_handle_t handle, bool write);
 	void remove(starpu_data_handle_t handle, bool write);
-	/* Restores task's callback fields and drops its holds. */
-	void end_task_hold(TaskHold *hold);
+	/* Drops the holds of one of task's submissions (the oldest at its
+	 * termination, the newest when StarPU refuses it); after its last,
+	 * gives the task its callback fields back.  Called with mutex_ held. */
+	void end_submission_holds(HeldTask *held, bool oldest);
 
 	mutable std::mutex mutex_;
 	std::unordered_map<starpu_data_handle_t, Holds> holds_; /* guarded by mutex_ */
 	std::atomic<std::size_t> held_handles_{0};             /* holds_.size(), read without mutex_ */
+	/* Tasks whose callback fields are wrapped, guarded by mutex_. */
+	std::unordered_map<struct starpu_task *, std::unique_ptr<HeldTask>> held_tasks_;
 };
 
 } // namespace fusing
