@@ -116,7 +116,11 @@ void HeldData::hold_until_terminated(struct starpu_task *task)
 		held->callback_arg_free = task->callback_arg_free;
 		task->callback_func = on_terminated;
 		task->callback_arg = held.get();
-		task->callback_arg_free = 0;
+		/* A bit field: written only when set, since the word it
+		 * shares (use_tag, ...) may be read by a thread submitting
+		 * the task again. */
+		if (task->callback_arg_free)
+			task->callback_arg_free = 0;
 	}
 	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(task);
 	held->submissions.emplace_back();
@@ -143,7 +147,8 @@ void HeldData::end_submission_holds(HeldTask *held, bool oldest)
 	struct starpu_task *task = held->task;
 	task->callback_func = held->callback;
 	task->callback_arg = held->callback_arg;
-	task->callback_arg_free = held->callback_arg_free;
+	if (held->callback_arg_free)
+		task->callback_arg_free = held->callback_arg_free;
 	held_tasks_.erase(task); /* frees held */
 }
 
