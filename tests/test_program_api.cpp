@@ -629,6 +629,55 @@ void api_task_resubmitted_before_its_callback_ran(void **)
 	finish();
 }
 
+/* StarPU 1.4's fault tolerance: a task whose prologue is
+ * starpu_task_ft_prologue runs copies of itself until one does not call
+ * starpu_task_ft_failed; each copy's callback submits the next.  The copies
+ * run while the thread that made the task ready is still in its prologue
+ * (StarPU's tests/fault-tolerance/retry, several rounds). */
+#if STARPU_MAJOR_VERSION == 1 && STARPU_MINOR_VERSION >= 4
+const unsigned kFailuresPerTask = 10;
+std::atomic<unsigned> failures_left{0};
+void fail_until_retried_enough(void **buffers, void *)
+{
+	value_of(buffers[1]) = value_of(buffers[0]) + 1;
+	if (failures_left.load() > 0) {
+		failures_left--;
+		starpu_task_ft_failed(starpu_task_get_current());
+	}
+}
+struct starpu_codelet fails_cl = [] {
+	struct starpu_codelet cl = codelet(fail_until_retried_enough, 2, "fails");
+	cl.modes[0] = STARPU_R;
+	cl.modes[1] = STARPU_W;
+	return cl;
+}();
+#endif
+
+void api_fault_tolerant_task_retried(void **)
+{
+#if STARPU_MAJOR_VERSION == 1 && STARPU_MINOR_VERSION >= 4
+	start("api_fault_tolerant_task_retried", 2);
+	const unsigned rounds = 20;
+	for (unsigned round = 0; round < rounds; round++) {
+		Variable source, target;
+		source.reg(round);
+		target.reg(0);
+		failures_left = kFailuresPerTask;
+		assert_int_equal(starpu_task_insert(&fails_cl, STARPU_PROLOGUE_CALLBACK, starpu_task_ft_prologue,
+						    STARPU_R, source.handle, STARPU_W, target.handle, 0),
+				 0);
+		starpu_task_wait_for_all();
+		starpu_data_unregister(source.handle);
+		starpu_data_unregister(target.handle);
+		assert_int_equal(target.value, round + 1);
+		assert_int_equal(failures_left.load(), 0);
+	}
+	finish();
+#else
+	skip(); /* no fault tolerance before StarPU 1.4 */
+#endif
+}
+
 /* starpu_task_init on the address of a kept task that ran: a new task,
  * which a dependency declared before its submission must wait for. */
 void api_task_init_reuses_an_address(void **)
@@ -1430,6 +1479,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_callback_declares_on_its_own_group),
 		cmocka_unit_test(api_kept_task_resubmitted_from_its_callback),
 		cmocka_unit_test(api_task_resubmitted_before_its_callback_ran),
+		cmocka_unit_test(api_fault_tolerant_task_retried),
 		cmocka_unit_test(api_task_init_reuses_an_address),
 		cmocka_unit_test(api_current_data_node_in_a_member),
 		cmocka_unit_test(api_member_adds_an_end_dependency_to_itself),
