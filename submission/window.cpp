@@ -345,19 +345,19 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * group of its own for every such task would follow. */
 	if (chain_group >= 0 && !fits_kernel(groups_[static_cast<std::size_t>(chain_group) - first_open_], task, batched_kernel))
 		chain_group = -1;
-	long newest_of_its_kind = -1;
-	if (chain_group < 0)
-		for (std::size_t g = first_open_ + groups_.size(); g-- > std::max(lowest, first_open_);)
-			if (fits_kernel(groups_[g - first_open_], task, batched_kernel)) {
-				newest_of_its_kind = static_cast<long>(g);
-				break;
-			}
+	/* A chain it cannot continue (its group is full, or already holds
+	 * enough work that the task, which depends on it, should run beside
+	 * other work rather than after it) leaves the task placed like one
+	 * on data new to the window: the next step of a stencil writes cells
+	 * the previous step read, and a group of its own per task followed. */
+	const bool continues_chain = chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group));
+	const long horizontal = continues_chain ? -1 : horizontal_group(task, ctx, lowest, latest_dependency, batched_kernel, joinable);
 	std::size_t group;
-	if (chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group))) {
+	if (continues_chain) {
 		group = static_cast<std::size_t>(chain_group);
 		order_.join(group, accesses);
-	} else if (newest_of_its_kind >= 0 && joinable(static_cast<std::size_t>(newest_of_its_kind))) {
-		group = static_cast<std::size_t>(newest_of_its_kind);
+	} else if (horizontal >= 0) {
+		group = static_cast<std::size_t>(horizontal);
 		order_.join(group, accesses);
 	} else {
 		group = order_.open(accesses);
@@ -399,6 +399,37 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		HandOverScope cause(*this, HandOver::window_full);
 		flush_locked();
 	}
+}
+
+template <typename Joinable>
+long SubmissionWindow::horizontal_group(const struct starpu_task *task, unsigned ctx, std::size_t lowest, long latest_dependency,
+					bool batched_kernel, const Joinable &joinable) const
+{
+	/* Tasks that depend on a group still in the window come after it:
+	 * gathered into one group, a generation of them (the next step of a
+	 * stencil) would run on one worker while the others wait for it, and
+	 * the next generation after it.  They are spread over as many groups
+	 * as the context has CPU workers, each task joining the one with the
+	 * fewest members.  Other tasks join the newest group of their kind,
+	 * whose predecessors may already be running. */
+	const bool follows_open_group = latest_dependency >= static_cast<long>(first_open_);
+	const std::size_t spread =
+		follows_open_group ? std::max(1u, load_.cpu_workers[ctx].load(std::memory_order_relaxed)) : 1;
+	/* Groups after the one it depends on (a reduction may follow an
+	 * earlier group than the order rule's lowest: it joins none below). */
+	const std::size_t first_candidate =
+		std::max(lowest, follows_open_group ? static_cast<std::size_t>(latest_dependency) + 1 : lowest);
+	std::size_t of_its_kind = 0;
+	long lightest = -1;
+	for (std::size_t g = first_open_ + groups_.size(); g-- > std::max(first_candidate, first_open_) && of_its_kind < spread;) {
+		if (!fits_kernel(groups_[g - first_open_], task, batched_kernel))
+			continue;
+		of_its_kind++;
+		if (joinable(g) && (lightest < 0 || groups_[g - first_open_].members.tasks.size() <
+							    groups_[static_cast<std::size_t>(lightest) - first_open_].members.tasks.size()))
+			lightest = static_cast<long>(g);
+	}
+	return of_its_kind < spread ? -1 : lightest;
 }
 
 bool SubmissionWindow::full(const Group &group) const

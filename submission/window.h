@@ -227,6 +227,11 @@ private:
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
 	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes, bool &batched_kernel);
 	bool touches_excluded_data(const struct starpu_task *task);
+	/* The open group a task that continues no chain joins (number), or
+	 * -1 to open one (place()).  mutex_ held. */
+	template <typename Joinable>
+	long horizontal_group(const struct starpu_task *task, unsigned ctx, std::size_t lowest, long latest_dependency,
+			      bool batched_kernel, const Joinable &joinable) const;
 	/* Whether task touches a partition tree that is no longer deferred,
 	 * and whether StarPU would switch plans for it (partition_trees.h).
 	 * mutex_ held. */
