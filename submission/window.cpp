@@ -219,6 +219,10 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	double predicted_us = NAN;
 	std::uint64_t bytes = 0;
 	bool batched_kernel = false;
+	/* Read before deferrable(): asking StarPU's model creates the task's
+	 * job (_starpu_get_job_associated_to_task in its expected-length
+	 * functions), which is not StarPU knowing the task. */
+	const bool known_to_starpu = task->starpu_private != nullptr;
 	const bool defer = deferrable(task, ctx, predicted_us, bytes, batched_kernel);
 	/* A task that is not deferred follows the deferred tasks it conflicts
 	 * with (flush_conflicting_locked); one that accesses no data conflicts
@@ -250,7 +254,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	/* A task that may wait for the program (on data it holds, a tag, a
 	 * dependency it declared or was named in) is never merged with others,
 	 * which would then wait for the program too (held_data.h). */
-	const bool waits_for_program = task->use_tag || task->starpu_private || held_.conflicts(task);
+	const bool waits_for_program = task->use_tag || known_to_starpu || held_.conflicts(task);
 	/* A thread waiting for StarPU's count of tasks to drop would not see a
 	 * task deferred now (window.h, begin_wait).  Both read under mutex_: a
 	 * wait or an acquisition counts itself before its flush takes mutex_,
