@@ -416,7 +416,11 @@ long SubmissionWindow::horizontal_group(const struct starpu_task *task, unsigned
 	 * as the context has CPU workers, each task joining the one with the
 	 * fewest members.  Other tasks join the newest group of their kind,
 	 * whose predecessors may already be running. */
-	const bool follows_open_group = latest_dependency >= static_cast<long>(first_open_);
+	/* A reduction goes to the newest group reducing its handle or a later
+	 * one (the order rule's lowest): its group cannot be chosen, and
+	 * spreading it opened a group per task (cnn_training's filter
+	 * gradients: groups of 1.0 instead of 28.5). */
+	const bool follows_open_group = latest_dependency >= static_cast<long>(first_open_) && !reduces_any(task);
 	const std::size_t spread =
 		follows_open_group ? std::max(1u, load_.cpu_workers[ctx].load(std::memory_order_relaxed)) : 1;
 	/* Groups after the one it depends on (a reduction may follow an
