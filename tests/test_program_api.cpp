@@ -1340,6 +1340,32 @@ void counted_block(void **, void *)
 		sched_yield();
 }
 struct starpu_codelet counted_blocker_cl = codelet(counted_block, 0, "counted_blocker");
+/* Both CPU workers busy, one blocker bound to each (a base policy could
+ * queue two on one worker), until release(). */
+struct WorkersOccupied {
+	struct starpu_task *blockers[2];
+	WorkersOccupied()
+	{
+		release_blocker = false;
+		blockers_running = 0;
+		for (int worker = 0; worker < 2; worker++) {
+			blockers[worker] = starpu_task_create();
+			blockers[worker]->cl = &counted_blocker_cl;
+			blockers[worker]->detach = 0;
+			blockers[worker]->execute_on_a_specific_worker = 1;
+			blockers[worker]->workerid = worker;
+			assert_int_equal(starpu_task_submit(blockers[worker]), 0);
+		}
+		while (blockers_running < 2)
+			sched_yield();
+	}
+	void release()
+	{
+		release_blocker = true;
+		for (struct starpu_task *blocker : blockers)
+			assert_int_equal(starpu_task_wait(blocker), 0);
+	}
+};
 /* Each step task lasts at least 10 us, so that the window's measure of the
  * codelet puts 8 of them above the 50 us a dependent task may join. */
 void stencil_step(void **buffers, void *cl_arg)
@@ -1388,28 +1414,13 @@ void api_stencil_steps_spread_over_workers(void **)
 	starpu_task_wait_for_all();
 	for (std::atomic<unsigned> &largest : largest_step_group)
 		largest = 0;
-	/* Both workers busy (one blocker bound to each, as a base policy
-	 * could queue two on one worker): nothing hands the groups over
-	 * before the blockers end. */
-	release_blocker = false;
-	blockers_running = 0;
-	struct starpu_task *blockers[2];
-	for (int worker = 0; worker < 2; worker++) {
-		blockers[worker] = starpu_task_create();
-		blockers[worker]->cl = &counted_blocker_cl;
-		blockers[worker]->detach = 0;
-		blockers[worker]->execute_on_a_specific_worker = 1;
-		blockers[worker]->workerid = worker;
-		assert_int_equal(starpu_task_submit(blockers[worker]), 0);
-	}
-	while (blockers_running < 2)
-		sched_yield();
+	/* Both workers busy: nothing hands the groups over before the
+	 * blockers end. */
+	WorkersOccupied blockers;
 	for (unsigned t = 1; t <= 2; t++)
 		for (unsigned i = 0; i < kStencilWidth; i++)
 			assert_int_equal(step(t, i), 0);
-	release_blocker = true;
-	for (struct starpu_task *blocker : blockers)
-		assert_int_equal(starpu_task_wait(blocker), 0);
+	blockers.release();
 	starpu_task_wait_for_all();
 	long expected[2][kStencilWidth];
 	for (unsigned i = 0; i < kStencilWidth; i++) {
@@ -1488,6 +1499,82 @@ void api_tasks_predicted_by_a_model_are_deferred(void **)
 		assert_int_equal(largest_modelled_group.load(), 0);
 	else if (strcmp(getenv("STARPU_FUSING_MODE"), "ready") != 0)
 		assert_int_equal(largest_modelled_group.load(), kChain);
+}
+
+/* Reductions that follow a group still in the window share the newest group
+ * reducing their handle: they may join no earlier one, and spreading them
+ * over the workers as other tasks (api_stencil_steps_spread_over_workers)
+ * opened a group per task.  Hold when busy, as that test. */
+std::atomic<unsigned> largest_following_reduction_group{0};
+void write_five_slowly(void **buffers, void *)
+{
+	const double started_us = starpu_timing_now();
+	while (starpu_timing_now() - started_us < 10.0)
+		;
+	value_of(buffers[0]) = 5;
+}
+void add_first_into_second(void **buffers, void *)
+{
+	value_of(buffers[1]) += value_of(buffers[0]);
+	note_group_size(largest_following_reduction_group);
+}
+struct starpu_codelet write_five_cl = [] {
+	struct starpu_codelet cl = codelet(write_five_slowly, 1, "write_five");
+	cl.modes[0] = STARPU_W;
+	return cl;
+}();
+struct starpu_codelet reduce_read_value_cl = [] {
+	struct starpu_codelet cl = codelet(add_first_into_second, 2, "reduce_read_value");
+	cl.modes[0] = STARPU_R;
+	cl.modes[1] = STARPU_REDUX;
+	return cl;
+}();
+
+void api_reductions_following_an_open_group_share_one(void **)
+{
+	const char *hold = getenv("STARPU_FUSING_HOLD");
+	if ((hold && strcmp(hold, "always") == 0) || tested_base.compare(0, 2, "dm") == 0)
+		skip(); /* see api_stencil_steps_spread_over_workers */
+	start("api_reductions_following_an_open_group_share_one", 2);
+	Variable sum;
+	sum.reg(0);
+	starpu_data_set_reduction_methods(sum.handle, &add_second_into_first_cl, &set_to_zero_cl);
+	const unsigned kValues = 8;
+	Variable values[kValues];
+	for (Variable &value : values)
+		value.reg(0);
+	/* Each codelet's first task goes to StarPU, which measures it. */
+	assert_int_equal(submit_on(&write_five_cl, values[0].handle), 0);
+	struct starpu_task *first_reduction = starpu_task_create();
+	first_reduction->cl = &reduce_read_value_cl;
+	first_reduction->handles[0] = values[0].handle;
+	first_reduction->handles[1] = sum.handle;
+	assert_int_equal(starpu_task_submit(first_reduction), 0);
+	starpu_task_wait_for_all();
+	largest_following_reduction_group = 0;
+	WorkersOccupied blockers;
+	/* The writers share a group of 80 us or more, which the reductions
+	 * depend on and so may not join. */
+	for (Variable &value : values)
+		assert_int_equal(submit_on(&write_five_cl, value.handle), 0);
+	for (Variable &value : values) {
+		struct starpu_task *reduction = starpu_task_create();
+		reduction->cl = &reduce_read_value_cl;
+		reduction->handles[0] = value.handle;
+		reduction->handles[1] = sum.handle;
+		assert_int_equal(starpu_task_submit(reduction), 0);
+	}
+	blockers.release();
+	starpu_task_wait_for_all();
+	for (Variable &value : values)
+		starpu_data_unregister(value.handle);
+	starpu_data_unregister(sum.handle);
+	finish();
+	assert_int_equal(sum.value, 5 * (kValues + 1));
+	if (native)
+		assert_int_equal(largest_following_reduction_group.load(), 0);
+	else if (strcmp(getenv("STARPU_FUSING_MODE"), "ready") != 0)
+		assert_int_equal(largest_following_reduction_group.load(), kValues);
 }
 
 /* The CPU clock of the worker running it, one per worker. */
@@ -1666,6 +1753,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),
 		cmocka_unit_test(api_stencil_steps_spread_over_workers),
 		cmocka_unit_test(api_tasks_predicted_by_a_model_are_deferred),
+		cmocka_unit_test(api_reductions_following_an_open_group_share_one),
 		cmocka_unit_test(api_idle_workers_leave_their_cores),
 	};
 	if (const char *only = getenv("API_TEST"))
