@@ -355,7 +355,8 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * on data new to the window: the next step of a stencil writes cells
 	 * the previous step read, and a group of its own per task followed. */
 	const bool continues_chain = chain_group >= 0 && joinable(static_cast<std::size_t>(chain_group));
-	const long horizontal = continues_chain ? -1 : horizontal_group(task, ctx, lowest, latest_dependency, batched_kernel, joinable);
+	const long horizontal =
+		continues_chain ? -1 : horizontal_group(task, ctx, lowest, latest_dependency, reduction, batched_kernel, joinable);
 	std::size_t group;
 	if (continues_chain) {
 		group = static_cast<std::size_t>(chain_group);
@@ -407,29 +408,28 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 
 template <typename Joinable>
 long SubmissionWindow::horizontal_group(const struct starpu_task *task, unsigned ctx, std::size_t lowest, long latest_dependency,
-					bool batched_kernel, const Joinable &joinable) const
+					bool reduction, bool batched_kernel, const Joinable &joinable) const
 {
 	/* Tasks that depend on a group still in the window come after it:
 	 * gathered into one group, a generation of them (the next step of a
 	 * stencil) would run on one worker while the others wait for it, and
 	 * the next generation after it.  They are spread over as many groups
-	 * as the context has CPU workers, each task joining the one with the
-	 * fewest members.  Other tasks join the newest group of their kind,
-	 * whose predecessors may already be running. */
-	/* A reduction goes to the newest group reducing its handle or a later
-	 * one (the order rule's lowest): its group cannot be chosen, and
-	 * spreading it opened a group per task (cnn_training's filter
-	 * gradients: groups of 1.0 instead of 28.5). */
-	const bool follows_open_group = latest_dependency >= static_cast<long>(first_open_) && !reduces_any(task);
+	 * after that one as the context has CPU workers, each task joining
+	 * the one with the fewest members.  Other tasks join the newest group
+	 * of their kind, whose predecessors may already be running.  So do
+	 * reductions: one may join no group before the newest reducing its
+	 * handle (the order rule's lowest), and spreading them opened a group
+	 * per task (cnn_training's filter gradients: groups of 1.0 instead of
+	 * 28.5). */
+	const bool follows_open_group = latest_dependency >= static_cast<long>(first_open_) && !reduction;
 	const std::size_t spread =
 		follows_open_group ? std::max(1u, load_.cpu_workers[ctx].load(std::memory_order_relaxed)) : 1;
-	/* Groups after the one it depends on (a reduction may follow an
-	 * earlier group than the order rule's lowest: it joins none below). */
-	const std::size_t first_candidate =
-		std::max(lowest, follows_open_group ? static_cast<std::size_t>(latest_dependency) + 1 : lowest);
+	/* Without a reduction latest_dependency is the order rule's latest
+	 * conflict: the groups after it are all at or above lowest. */
+	const std::size_t first_candidate = follows_open_group ? static_cast<std::size_t>(latest_dependency) + 1 : lowest;
 	std::size_t of_its_kind = 0;
 	long lightest = -1;
-	for (std::size_t g = first_open_ + groups_.size(); g-- > std::max(first_candidate, first_open_) && of_its_kind < spread;) {
+	for (std::size_t g = first_open_ + groups_.size(); g-- > first_candidate && of_its_kind < spread;) {
 		if (!fits_kernel(groups_[g - first_open_], task, batched_kernel))
 			continue;
 		of_its_kind++;

@@ -231,7 +231,7 @@ private:
 	 * -1 to open one (place()).  mutex_ held. */
 	template <typename Joinable>
 	long horizontal_group(const struct starpu_task *task, unsigned ctx, std::size_t lowest, long latest_dependency,
-			      bool batched_kernel, const Joinable &joinable) const;
+			      bool reduction, bool batched_kernel, const Joinable &joinable) const;
 	/* Whether task touches a partition tree that is no longer deferred,
 	 * and whether StarPU would switch plans for it (partition_trees.h).
 	 * mutex_ held. */

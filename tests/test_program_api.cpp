@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -83,21 +84,30 @@ struct starpu_codelet codelet(void (*function)(void **, void *), int nbuffers, c
 	return cl;
 }
 
+/* A codelet with one buffer per mode given. */
+struct starpu_codelet codelet(void (*function)(void **, void *), const char *name,
+			      std::initializer_list<enum starpu_data_access_mode> modes)
+{
+	struct starpu_codelet cl = codelet(function, static_cast<int>(modes.size()), name);
+	int b = 0;
+	for (enum starpu_data_access_mode mode : modes)
+		cl.modes[b++] = mode;
+	return cl;
+}
+
+/* Keeps the calling worker busy for us microseconds. */
+void spin_for_us(double us)
+{
+	const double started_us = starpu_timing_now();
+	while (starpu_timing_now() - started_us < us)
+		;
+}
+
 struct starpu_codelet add_one_cl = codelet(add_one, 1, "add_one");
 struct starpu_codelet double_cl = codelet(double_it, 1, "double_it");
-struct starpu_codelet copy_plus_one_cl = [] {
-	struct starpu_codelet cl = codelet(copy_plus_one, 2, "copy_plus_one");
-	cl.modes[0] = STARPU_W;
-	cl.modes[1] = STARPU_R;
-	return cl;
-}();
+struct starpu_codelet copy_plus_one_cl = codelet(copy_plus_one, "copy_plus_one", {STARPU_W, STARPU_R});
 struct starpu_codelet blocker_cl = codelet(block, 0, "blocker");
-struct starpu_codelet data_nodes_cl = [] {
-	struct starpu_codelet cl = codelet(record_data_nodes, 2, "data_nodes");
-	cl.modes[0] = STARPU_R;
-	cl.modes[1] = STARPU_R;
-	return cl;
-}();
+struct starpu_codelet data_nodes_cl = codelet(record_data_nodes, "data_nodes", {STARPU_R, STARPU_R});
 /* A control task on data: StarPU runs nothing and terminates it as soon as
  * it is ready, inside the submission when it is ready at once (1.3). */
 struct starpu_codelet nowhere_cl = [] {
@@ -645,12 +655,7 @@ void fail_until_retried_enough(void **buffers, void *)
 		starpu_task_ft_failed(starpu_task_get_current());
 	}
 }
-struct starpu_codelet fails_cl = [] {
-	struct starpu_codelet cl = codelet(fail_until_retried_enough, 2, "fails");
-	cl.modes[0] = STARPU_R;
-	cl.modes[1] = STARPU_W;
-	return cl;
-}();
+struct starpu_codelet fails_cl = codelet(fail_until_retried_enough, "fails", {STARPU_R, STARPU_W});
 #endif
 
 void api_fault_tolerant_task_retried(void **)
@@ -863,11 +868,7 @@ void vector_sum_into(void **buffers, void *)
 
 struct starpu_codelet vector_add_one_cl = codelet(vector_add_one, 1, "vector_add_one");
 struct starpu_codelet vector_double_cl = codelet(vector_double, 1, "vector_double");
-struct starpu_codelet vector_sum_into_cl = [] {
-	struct starpu_codelet cl = codelet(vector_sum_into, 2, "vector_sum_into");
-	cl.modes[0] = STARPU_R;
-	return cl;
-}();
+struct starpu_codelet vector_sum_into_cl = codelet(vector_sum_into, "vector_sum_into", {STARPU_R, STARPU_RW});
 
 void submit_vector_task(struct starpu_codelet *cl, starpu_data_handle_t vector, starpu_data_handle_t variable = nullptr)
 {
@@ -1139,21 +1140,9 @@ void add_value(void **buffers, void *cl_arg)
 	value_of(buffers[0]) += value;
 	note_group_size(largest_reduction_group);
 }
-struct starpu_codelet set_to_zero_cl = [] {
-	struct starpu_codelet cl = codelet(set_to_zero, 1, "set_to_zero");
-	cl.modes[0] = STARPU_W;
-	return cl;
-}();
-struct starpu_codelet add_second_into_first_cl = [] {
-	struct starpu_codelet cl = codelet(add_second_into_first, 2, "add_second_into_first");
-	cl.modes[1] = STARPU_R;
-	return cl;
-}();
-struct starpu_codelet reduce_add_value_cl = [] {
-	struct starpu_codelet cl = codelet(add_value, 1, "reduce_add_value");
-	cl.modes[0] = STARPU_REDUX;
-	return cl;
-}();
+struct starpu_codelet set_to_zero_cl = codelet(set_to_zero, "set_to_zero", {STARPU_W});
+struct starpu_codelet add_second_into_first_cl = codelet(add_second_into_first, "add_second_into_first", {STARPU_RW, STARPU_R});
+struct starpu_codelet reduce_add_value_cl = codelet(add_value, "reduce_add_value", {STARPU_REDUX});
 
 void api_reductions_of_deferred_tasks_are_combined(void **)
 {
@@ -1284,11 +1273,7 @@ void consume(void **buffers, void *)
 	value_of(buffers[0]) += 1;
 	note_group_size(largest_consumer_group);
 }
-struct starpu_codelet produce_cl = [] {
-	struct starpu_codelet cl = codelet(produce_one, 1, "produce");
-	cl.modes[0] = STARPU_W;
-	return cl;
-}();
+struct starpu_codelet produce_cl = codelet(produce_one, "produce", {STARPU_W});
 struct starpu_codelet consume_cl = codelet(consume, 1, "consume");
 
 void api_consumers_of_a_kernel_group_share_groups(void **)
@@ -1370,20 +1355,13 @@ struct WorkersOccupied {
  * codelet puts 8 of them above the 50 us a dependent task may join. */
 void stencil_step(void **buffers, void *cl_arg)
 {
-	const double started_us = starpu_timing_now();
-	while (starpu_timing_now() - started_us < 10.0)
-		;
+	spin_for_us(10.0);
 	unsigned t;
 	starpu_codelet_unpack_args(cl_arg, &t);
 	value_of(buffers[0]) = value_of(buffers[1]) + value_of(buffers[2]) + value_of(buffers[3]);
 	note_group_size(largest_step_group[t]);
 }
-struct starpu_codelet stencil_step_cl = [] {
-	struct starpu_codelet cl = codelet(stencil_step, 4, "stencil_step");
-	cl.modes[0] = STARPU_W;
-	cl.modes[1] = cl.modes[2] = cl.modes[3] = STARPU_R;
-	return cl;
-}();
+struct starpu_codelet stencil_step_cl = codelet(stencil_step, "stencil_step", {STARPU_W, STARPU_R, STARPU_R, STARPU_R});
 
 void api_stencil_steps_spread_over_workers(void **)
 {
@@ -1508,9 +1486,7 @@ void api_tasks_predicted_by_a_model_are_deferred(void **)
 std::atomic<unsigned> largest_following_reduction_group{0};
 void write_five_slowly(void **buffers, void *)
 {
-	const double started_us = starpu_timing_now();
-	while (starpu_timing_now() - started_us < 10.0)
-		;
+	spin_for_us(10.0);
 	value_of(buffers[0]) = 5;
 }
 void add_first_into_second(void **buffers, void *)
@@ -1518,17 +1494,8 @@ void add_first_into_second(void **buffers, void *)
 	value_of(buffers[1]) += value_of(buffers[0]);
 	note_group_size(largest_following_reduction_group);
 }
-struct starpu_codelet write_five_cl = [] {
-	struct starpu_codelet cl = codelet(write_five_slowly, 1, "write_five");
-	cl.modes[0] = STARPU_W;
-	return cl;
-}();
-struct starpu_codelet reduce_read_value_cl = [] {
-	struct starpu_codelet cl = codelet(add_first_into_second, 2, "reduce_read_value");
-	cl.modes[0] = STARPU_R;
-	cl.modes[1] = STARPU_REDUX;
-	return cl;
-}();
+struct starpu_codelet write_five_cl = codelet(write_five_slowly, "write_five", {STARPU_W});
+struct starpu_codelet reduce_read_value_cl = codelet(add_first_into_second, "reduce_read_value", {STARPU_R, STARPU_REDUX});
 
 void api_reductions_following_an_open_group_share_one(void **)
 {
