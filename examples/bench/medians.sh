@@ -52,8 +52,8 @@ echo
 echo "Convolution layer at granularity 1 (one conv2d and one bias add per sample and filter), seconds;"
 echo "fusing: its default mode (ready), fusing-both: submission-time fusion too:"
 echo
-echo "| image (px) | best built-in | fusing, generic | fusing + batched | fusing-both, generic | fusing-both + batched | best hand-coarsened | gain recovered (fusing + batched) |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| image (px) | best built-in | fusing, generic | fusing + batched | fusing-both, generic | fusing-both + batched | best hand-coarsened | gain recovered (fusing + batched) | gain recovered (fusing-both + batched) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 file=conv.csv
 rows "$@" | awk -F, "$functions"'
 # run,size_px,granularity,policy,tasks,seconds,...
@@ -68,16 +68,19 @@ rows "$@" | awk -F, "$functions"'
 }
 END {
 	for (i = 1; i <= n; i++) {
-		px = sizes[i]; b = g = f = bg = bf = h = r = ""
+		px = sizes[i]; b = g = f = bg = bf = h = r = rb = ""
 		for (run in runs) {
 			key = run SUBSEP px
 			b = b " " builtin[key]; h = h " " hand[key]
 			g = g " " fused[key, "fusing-generic"]; f = f " " fused[key, "fusing-batched"]
 			bg = bg " " fused[key, "fusing-both-generic"]; bf = bf " " fused[key, "fusing-both-batched"]
-			if (builtin[key] > hand[key]) r = r " " 100 * (builtin[key] - fused[key, "fusing-batched"]) / (builtin[key] - hand[key])
+			if (builtin[key] > hand[key]) {
+				r = r " " 100 * (builtin[key] - fused[key, "fusing-batched"]) / (builtin[key] - hand[key])
+				rb = rb " " 100 * (builtin[key] - fused[key, "fusing-both-batched"]) / (builtin[key] - hand[key])
+			}
 		}
-		printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", px, summary(b, "%.3f"), summary(g, "%.3f"), summary(f, "%.3f"),
-			summary(bg, "%.3f"), summary(bf, "%.3f"), summary(h, "%.3f"), summary(r, "%.0f%%")
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", px, summary(b, "%.3f"), summary(g, "%.3f"), summary(f, "%.3f"),
+			summary(bg, "%.3f"), summary(bf, "%.3f"), summary(h, "%.3f"), summary(r, "%.0f%%"), summary(rb, "%.0f%%")
 	}
 }'
 
@@ -90,3 +93,42 @@ file=cnn.csv
 rows "$@" | awk -F, "$functions"'
 { if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } values[$2, $3] = values[$2, $3] " " $4 }
 END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], summary(values[order[i], "fine"], "%.3f"), summary(values[order[i], "sample"], "%.3f") }'
+
+echo
+echo "The layer's cost where it gains nothing, time against the base alone (each run's ratio of medians):"
+echo "tasks of 1 ms and more (sweep; fusing and fusing-both against lws, fusing-dmda against dmda),"
+echo "an excluded codelet (independent 10 us tasks, 2 workers, over lws), no-op tasks on 100 parallel"
+echo "read-write chains at 1 worker (over eager; its us per task in brackets):"
+echo
+echo "| case | fusing | fusing-both | fusing-dmda |"
+echo "|---|---|---|---|"
+file=sweep.csv
+rows "$@" | awk -F, "$functions"'
+# run,policy,shape,us,tasks,workers,seconds,...
+$4 >= 1000 { s[$1, $2, $3, $4] = $7; runs[$1] = 1; if (!(($3, $4) in seen)) { seen[$3, $4] = 1; row[++n] = $3 SUBSEP $4 } }
+END {
+	for (i = 1; i <= n; i++) {
+		split(row[i], f, SUBSEP); a = b = c = ""
+		for (run in runs) {
+			a = a " " s[run, "fusing", f[1], f[2]] / s[run, "lws", f[1], f[2]]
+			b = b " " s[run, "fusing-both", f[1], f[2]] / s[run, "lws", f[1], f[2]]
+			c = c " " s[run, "fusing-dmda", f[1], f[2]] / s[run, "dmda", f[1], f[2]]
+		}
+		printf "| %s %s us | %s | %s | %s |\n", f[1], f[2], summary(a, "%.3f"), summary(b, "%.3f"), summary(c, "%.3f")
+	}
+}'
+file=layer_cost.csv
+rows "$@" | awk -F, "$functions"'
+# run,case,policy,tasks,seconds,us_per_task,ratio
+{ if (!($2 in seen)) { seen[$2] = 1; order[++n] = $2 } ratio[$2, $3] = ratio[$2, $3] " " $7; us[$2, $3] = us[$2, $3] " " $6 }
+END {
+	for (i = 1; i <= n; i++) {
+		c = order[i]
+		if (c == "excluded")
+			printf "| excluded codelet, 10 us | %s | %s | |\n", summary(ratio[c, "fusing"], "%.3f"), summary(ratio[c, "fusing-both"], "%.3f")
+		else
+			printf "| 1 worker, 100 RW chains, no-op (eager %s us) | %s [%s us] | %s [%s us] | |\n", summary(us[c, "eager"], "%.2f"),
+				summary(ratio[c, "fusing"], "%.3f"), summary(us[c, "fusing"], "%.2f"),
+				summary(ratio[c, "fusing-both"], "%.3f"), summary(us[c, "fusing-both"], "%.2f")
+	}
+}'

@@ -14,7 +14,10 @@
 #       tasks * duration / workers, and METG(50%) per policy;
 #   (c) the convolution experiment (examples/conv_granularity);
 #   (d) CNN training (examples/cnn_training) at DAHL's granularity and
-#       coarsened by hand.
+#       coarsened by hand;
+#   (e) the layer's cost where it gains nothing: tasks of 1 ms and more
+#       (from (b)), a codelet excluded from fusion, and no-op tasks at one
+#       worker, in time against the base alone.
 # Writes DIR (default bench-results): CSV files, PNG and SVG plots (gnuplot),
 # and summary.md with the machine, the command and the key figures.
 # quick: about 3 minutes; full: about 15 minutes (more sizes, medians of 3).
@@ -190,6 +193,62 @@ echo "== (d) CNN training ($cnn_args)" >&2
 FUSING_LAUNCHER=$launcher CNN_TRAINING=${CNN_TRAINING:-examples/cnn_training/cnn_training} \
 	"$here/../cnn_training/run_cnn.sh" $cnn_args -out "$out" > "$out/cnn_report.md"
 
+# ------------------------------------- (e) the layer's cost where it gains nothing
+# Two measures in real time (callgrind's counts, make bench-task-size, run
+# the window's time limits 50 times slower than the program):
+#   - tasks that fuse under no mode: independent 10 us tasks whose codelet
+#     is excluded (STARPU_FUSING_EXCLUDE), 2 workers, fusing over lws
+#     against lws alone; the sweep's tasks of 1 ms and more are the other
+#     case (summary below, from (b));
+#   - time per no-op task at 1 worker (STARPU_NCPU=1), 100 parallel chains
+#     of read-write tasks, eager alone and fusing over eager in its two
+#     modes: what the layer costs per task where the program thread, not
+#     the workers, sets the pace.
+# Every configuration once per round, $reps round(s); medians.
+layer_runs="$out/layer_cost_runs.csv"
+echo "case,policy,tasks,seconds" > "$layer_runs"
+echo "== (e) the layer's cost where it gains nothing, $reps round(s)" >&2
+layer_cases="excluded lws lws ready 1
+excluded fusing lws ready 1
+excluded fusing-both lws both 1
+one-worker eager eager ready 0
+one-worker fusing eager ready 0
+one-worker fusing-both eager both 0"
+for round in $(seq "$reps"); do
+	echo "$layer_cases" | while read -r case label base fusing_mode excluded; do
+		sched=$label
+		[ "$label" = fusing-both ] && sched=fusing
+		if [ "$case" = excluded ]; then
+			env STARPU_SCHED="$sched" STARPU_FUSING_BASE="$base" STARPU_FUSING_MODE="$fusing_mode" STARPU_FUSING_EXCLUDE=spin \
+				"$launcher" "$bench" -shape independent -tasks 20000 -us 10
+		else
+			env STARPU_NCPU=1 STARPU_SCHED="$sched" STARPU_FUSING_BASE="$base" STARPU_FUSING_MODE="$fusing_mode" \
+				"$launcher" "$bench" -shape chains -chains 100 -tasks 20000 -us 0
+		fi | awk -F, -v c="$case" -v label="$label" '{ print c "," label "," $3 "," $4 }' >> "$layer_runs"
+	done
+done
+layer_csv="$out/layer_cost.csv"
+awk -F, 'NR > 1 {
+	key = $1 "," $2
+	if (!(key in n)) order[++keys] = key
+	tasks[key] = $3; v[key, ++n[key]] = $4
+}
+END {
+	print "case,policy,tasks,seconds,us_per_task,ratio"
+	for (k = 1; k <= keys; k++) {
+		key = order[k]; m = n[key]
+		for (i = 1; i <= m; i++) s[i] = v[key, i]
+		for (i = 2; i <= m; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
+		med[key] = s[int((m + 1) / 2)]
+	}
+	for (k = 1; k <= keys; k++) {
+		key = order[k]; split(key, f, ",")
+		# the first policy of each case (the base alone) is the reference
+		if (!(f[1] in reference)) reference[f[1]] = med[key]
+		printf "%s,%s,%.6f,%.3f,%.3f\n", key, tasks[key], med[key], med[key] * 1e6 / tasks[key], med[key] / reference[f[1]]
+	}
+}' "$layer_runs" > "$layer_csv"
+
 # ------------------------------------------------------------------ plots
 if command -v gnuplot >/dev/null; then
 	"$here/plot.sh" "$out"
@@ -253,6 +312,30 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 	echo "## CNN training (examples/cnn_training)"
 	echo
 	cat "$out/cnn_report.md"
+	echo
+	echo "## The layer's cost where it gains nothing"
+	echo
+	echo "Time ratio to the base alone (medians): tasks of 1 ms and more from the sweep (fusing and"
+	echo "fusing-both against lws, fusing-dmda against dmda); independent 10 us tasks whose codelet is"
+	echo "excluded (STARPU_FUSING_EXCLUDE=spin, 2 workers, over lws); no-op tasks on 100 parallel"
+	echo "read-write chains at 1 worker (STARPU_NCPU=1, over eager), time per task."
+	echo
+	echo "| case | policy | seconds | us per task | ratio to the base |"
+	echo "|---|---|---|---|---|"
+	awk -F, 'NR > 1 && $3 >= 1000 { s[$1, $2, $3] = $6; if (!(($2, $3) in seen)) { seen[$2, $3] = 1; row[++n] = $2 "," $3 } }
+		END {
+			for (r = 1; r <= n; r++) {
+				split(row[r], f, ",")
+				for (p = 1; p <= 3; p++) {
+					policy = p == 1 ? "fusing" : p == 2 ? "fusing-both" : "fusing-dmda"
+					base = p == 3 ? "dmda" : "lws"
+					if ((policy, f[1], f[2]) in s && (base, f[1], f[2]) in s)
+						printf "| %s %s us | %s | %.4f | | %.3f |\n", f[1], f[2], policy, s[policy, f[1], f[2]],
+							s[policy, f[1], f[2]] / s[base, f[1], f[2]]
+				}
+			}
+		}' "$sweep_csv"
+	awk -F, 'NR > 1 { printf "| %s | %s | %.4f | %.3f | %.3f |\n", $1 == "excluded" ? "excluded codelet, 10 us" : "1 worker, 100 RW chains, no-op", $2, $4, $5, $6 }' "$layer_csv"
 	echo
 	if [ -f "$out/sweep_independent.png" ]; then
 		echo "## Plots"
