@@ -22,6 +22,18 @@ inline bool reduces(enum starpu_data_access_mode mode)
 	return (mode & STARPU_REDUX) != 0;
 }
 
+/* Whether StarPU's automatic plan switching for a task's access
+ * (_starpu_task_submit, core/task.c) counts it as a write: W, and
+ * STARPU_REDUX on 1.4 but not on 1.3. */
+inline bool plan_switch_writes(enum starpu_data_access_mode mode)
+{
+#if STARPU_MAJOR_VERSION == 1 && STARPU_MINOR_VERSION == 3
+	return (mode & STARPU_W) != 0;
+#else
+	return (mode & (STARPU_W | STARPU_REDUX)) != 0;
+#endif
+}
+
 } // namespace fusing
 
 #endif

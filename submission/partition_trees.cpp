@@ -151,6 +151,48 @@ bool PartitionTrees::switches_plans(Handle handle, bool writes) const
 	return node.parent && (!node.active || (writes && node.active_readonly));
 }
 
+void PartitionTrees::follow_switch(Handle handle, bool writes)
+{
+	make_ready_for(handle, nullptr, writes);
+}
+
+/* _starpu_data_partition_access_look_up(ancestor, target, write).  A
+ * followed handle has one plan (a second one excludes its tree): when
+ * partitioned, its active children are its plan's, the target's
+ * siblings. */
+void PartitionTrees::make_ready_for(Handle ancestor, Handle target, bool writes)
+{
+	/* References into nodes_ stay valid: only rehashing inserts could
+	 * move elements, and references survive rehashing. */
+	Node &node = nodes_[ancestor];
+	const bool active = !node.parent || node.active; /* the root is always active, read-write */
+	if (!active || (writes && node.parent && node.active_readonly))
+		make_ready_for(node.parent, ancestor, writes);
+	const bool unpartition = target ? !writes && !node.readonly : writes || !node.readonly;
+	if (node.partitioned > 0 && unpartition)
+		unpartition_recursively(ancestor);
+	if (!target)
+		return;
+	const std::vector<Handle> children = node.children;
+	if (node.partitioned > 0)
+		apply(writes ? Call::upgrade_readwrite : Call::partition_readonly, ancestor, children.data(), children.size());
+	else
+		apply(writes ? Call::partition : Call::partition_readonly, ancestor, children.data(), children.size());
+}
+
+/* starpu_data_unpartition_submit_r: every active partition, the
+ * children's own first. */
+void PartitionTrees::unpartition_recursively(Handle handle)
+{
+	Node &node = nodes_[handle];
+	while (node.partitioned > 0) {
+		const std::vector<Handle> children = node.children;
+		for (Handle child : children)
+			unpartition_recursively(child);
+		apply(Call::unpartition, handle, children.data(), children.size());
+	}
+}
+
 void PartitionTrees::mark_excluded(Handle handle)
 {
 	auto node = nodes_.find(handle);

@@ -50,6 +50,7 @@ public:
 	bool parent_of(Handle handle, Handle &parent) const;
 	/* Whether one is the other's ancestor (not the same handle). */
 	bool related(Handle a, Handle b) const;
+	bool same_tree(Handle a, Handle b) const { return root_of(a) == root_of(b); }
 
 	/* starpu_data_partition_plan(parent, filter, ...) made these
 	 * children.  A second plan on one handle excludes its tree. */
@@ -65,6 +66,15 @@ public:
 	/* Whether StarPU, seeing an access to handle now (writes: W or
 	 * REDUX), would submit partition or unpartition calls of its own. */
 	bool switches_plans(Handle handle, bool writes) const;
+	/* StarPU saw that access and switched plans for it: the calls it
+	 * submitted are applied, as _starpu_data_partition_access_submit
+	 * makes them (datawizard/filters.c, the same in 1.3 and 1.4): the
+	 * ancestors that are not active for the access are made so from the
+	 * top, and handle, when partitioned in a way the access cannot keep,
+	 * is unpartitioned with everything partitioned below it.  writes as
+	 * StarPU counts them: W, and REDUX on 1.4.  Not for an excluded
+	 * tree, whose plans are not followed. */
+	void follow_switch(Handle handle, bool writes);
 	/* From now on, nothing in handle's tree is deferred: the root and
 	 * every descendant, including children of plans made later. */
 	void exclude_tree(Handle handle);
@@ -84,6 +94,8 @@ private:
 	};
 
 	Handle root_of(Handle handle) const;
+	void make_ready_for(Handle ancestor, Handle target, bool writes);
+	void unpartition_recursively(Handle handle);
 	void mark_excluded(Handle handle);
 	void forget_subtree(Handle handle);
 

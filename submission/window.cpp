@@ -241,13 +241,10 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		if (tree.switches_plans) {
 			/* StarPU will partition or unpartition for it, accessing
 			 * siblings of what it touches: everything deferred goes
-			 * first, and its trees are no longer deferred
-			 * (partition_trees.h). */
-			for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
-				if (trees_.in_tree(STARPU_TASK_GET_HANDLE(task, i)))
-					trees_.exclude_tree(STARPU_TASK_GET_HANDLE(task, i));
+			 * first, and the trees follow the switch. */
 			HandOverScope cause(*this, HandOver::task_not_deferred);
 			flush_locked();
+			follow_plan_switches_locked(task);
 		}
 		on_excluded_tree = tree.excluded || tree.switches_plans || tree.reduces;
 	}
@@ -580,6 +577,36 @@ SubmissionWindow::TreeAccess SubmissionWindow::tree_access(const struct starpu_t
 			found.switches_plans = true;
 	}
 	return found;
+}
+
+void SubmissionWindow::follow_plan_switches_locked(const struct starpu_task *task)
+{
+	/* The handles StarPU switches plans for, in its own order
+	 * (_starpu_task_submit, core/task.c); as tree_access. */
+	switching_.clear();
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++) {
+		const starpu_data_handle_t handle = STARPU_TASK_GET_HANDLE(task, i);
+		const enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(task, i);
+		if (trees_.in_tree(handle) && !trees_.excluded(handle) && !(mode & STARPU_NOPLAN))
+			switching_.push_back({handle, plan_switch_writes(mode)});
+	}
+	/* Two accesses in one tree: StarPU switches for each in the order of
+	 * its sorted buffers, which the window does not reproduce.  A
+	 * synchronous task is submitted after the window's lock is released
+	 * (submit()), and a task deferred meanwhile on the tree would be
+	 * placed by a state StarPU has not reached yet.  Their trees are no
+	 * longer followed (partition_trees.h). */
+	bool follow = !task->synchronous;
+	for (std::size_t a = 0; a < switching_.size() && follow; a++)
+		for (std::size_t b = a + 1; b < switching_.size() && follow; b++)
+			if (trees_.same_tree(switching_[a].handle, switching_[b].handle))
+				follow = false;
+	for (const Access<starpu_data_handle_t> &access : switching_) {
+		if (!follow)
+			trees_.exclude_tree(access.handle);
+		else if (trees_.switches_plans(access.handle, access.writes))
+			trees_.follow_switch(access.handle, access.writes);
+	}
 }
 
 bool SubmissionWindow::fits_kernel(const Group &group, const struct starpu_task *task, bool batched_kernel) const
@@ -995,9 +1022,9 @@ void SubmissionWindow::begin_acquisition(starpu_data_handle_t handle, enum starp
 	flush_locked();
 	/* StarPU may switch plans for the acquisition, as for a task
 	 * (partition_trees.h). */
-	if (any_tree_.load(std::memory_order_relaxed) && !(mode & STARPU_NOPLAN) &&
+	if (any_tree_.load(std::memory_order_relaxed) && !(mode & STARPU_NOPLAN) && !trees_.excluded(handle) &&
 	    trees_.switches_plans(handle, (mode & STARPU_W) != 0))
-		trees_.exclude_tree(handle);
+		trees_.follow_switch(handle, (mode & STARPU_W) != 0); /* user_interactions.c: W alone */
 }
 
 void SubmissionWindow::begin_wait()

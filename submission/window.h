@@ -244,6 +244,11 @@ private:
 		bool reduces = false;
 	};
 	TreeAccess tree_access(const struct starpu_task *task) const;
+	/* task, not deferred, makes StarPU switch plans when it is submitted
+	 * (tree_access): the trees follow the switch (partition_trees.h,
+	 * follow_switch), or are no longer followed when the window cannot
+	 * tell the outcome.  mutex_ held; after a flush. */
+	void follow_plan_switches_locked(const struct starpu_task *task);
 	/* Whether group may take a task with these accesses without holding a
 	 * handle and its ancestor (StarPU would need two plans at once).
 	 * mutex_ held. */
@@ -322,6 +327,7 @@ private:
 	WindowOrder<starpu_data_handle_t> order_; /* guarded by mutex_ */
 	std::vector<Access<starpu_data_handle_t>> accesses_; /* guarded by mutex_: accesses_of()'s, kept for its capacity */
 	std::vector<Access<starpu_data_handle_t>> accesses_without_reductions_; /* guarded by mutex_: latest_conflict_without_reductions()'s */
+	std::vector<Access<starpu_data_handle_t>> switching_; /* guarded by mutex_: follow_plan_switches_locked()'s */
 	/* The open groups, guarded by mutex_: groups_[i] is group number
 	 * first_open_ + i; groups below first_open_ went to StarPU.  The order
 	 * rule's record outlives them, so that a chain's next task finds its

@@ -1185,6 +1185,51 @@ void api_reductions_of_deferred_tasks_are_combined(void **)
 	finish();
 }
 
+/* A task on a partitioned parent: StarPU unpartitions the parent by itself
+ * when the task is submitted (_starpu_data_partition_access_submit).  The
+ * window follows that switch (partition_trees.h, follow_switch) and keeps
+ * deferring the tree's tasks: in DAHL, the SGD update of the filters
+ * (any_sub_self, read-write on a parent partitioned for the convolutions)
+ * stopped deferral of every later convolution, 399 tasks per epoch handed
+ * to StarPU one by one.  Three rounds of a partition, a read-write chain on
+ * one child and a task on the parent: the results are the host's, and from
+ * the second round on (after StarPU's first switch) each chain runs as one
+ * merged task under the suite's STARPU_FUSING_HOLD.  Before, the tree was
+ * no longer deferred: largest group 0. */
+std::atomic<unsigned> largest_chain_after_switch{0};
+void vector_add_one_noting_group(void **buffers, void *cl_arg)
+{
+	vector_add_one(buffers, cl_arg);
+	note_group_size(largest_chain_after_switch);
+}
+struct starpu_codelet vector_add_one_noting_group_cl = codelet(vector_add_one_noting_group, 1, "vector_add_one_noting_group");
+
+void api_plan_switched_by_starpu_stays_followed(void **)
+{
+	start("api_plan_switched_by_starpu_stays_followed", 1);
+	const int kChain = 4;
+	largest_chain_after_switch = 0;
+	PlannedVector vector;
+	vector.reg();
+	HostVector host;
+	for (int round = 0; round < 3; round++) {
+		starpu_data_partition_submit(vector.whole, 2, vector.halves);
+		for (int i = 0; i < kChain; i++) {
+			submit_vector_task(round == 0 ? &vector_add_one_cl : &vector_add_one_noting_group_cl, vector.halves[0]);
+			host.add_one(0, kElements / 2);
+		}
+		submit_vector_task(&vector_double_cl, vector.whole);
+		host.times_two(0, kElements);
+	}
+	starpu_task_wait_for_all();
+	vector.unreg_and_check(host.values);
+	if (native)
+		assert_int_equal(largest_chain_after_switch.load(), 0);
+	else if (getenv("STARPU_FUSING_HOLD"))
+		assert_int_equal(largest_chain_after_switch.load(), kChain);
+	finish();
+}
+
 /* task->interfaces, which StarPU fills at submission (home interfaces) and
  * when the task runs (the interfaces its function gets), and which
  * performance models read (StarPU's examples/mlr: its parameters function
@@ -1715,6 +1760,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
+		cmocka_unit_test(api_plan_switched_by_starpu_stays_followed),
 		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
 		cmocka_unit_test(api_models_and_members_see_task_interfaces),
 		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),

@@ -20,6 +20,9 @@ Op op_of(OpKind kind)
 struct Generator {
 	ApiProgram program;
 	std::mt19937_64 random;
+	/* Draws for the accesses StarPU switches plans for (access_to), apart
+	 * so that the rest of a seed's program stays what it was. */
+	std::mt19937_64 switch_random;
 	std::vector<std::vector<Element>> state; /* the oracle's copy of every unit */
 	std::vector<bool> partitioned;           /* per planned unit, in its agent's order */
 	std::vector<bool> read_only;             /* partitioned read-only */
@@ -44,7 +47,8 @@ struct Generator {
 		std::vector<int> temporary;    /* registered mid-run, still live */
 	};
 
-	explicit Generator(std::uint64_t seed) : random(seed * 6364136223846793005ull + 1442695040888963407ull)
+	explicit Generator(std::uint64_t seed)
+		: random(seed * 6364136223846793005ull + 1442695040888963407ull), switch_random(seed ^ 0x5eed5c17c4ull)
 	{
 		program.seed = seed;
 	}
@@ -131,19 +135,47 @@ struct Generator {
 	}
 
 	/* An access to unit as its partition state allows. */
-	TaskAccess access_to(int unit, bool may_write)
+	TaskAccess access_to(int unit, bool may_write, bool may_switch = false)
 	{
 		Access access = Access::read;
 		if (may_write && !(partitioned[unit] && read_only[unit]))
 			access = invalid[unit] ? Access::write : (uniform() < 0.4 ? Access::read : (uniform() < 0.5 ? Access::write : Access::read_write));
 		if (invalid[unit] && access == Access::read)
 			access = Access::write; /* nothing defined to read (only whole units are invalidated) */
-		const int piece = partitioned[unit] ? below(program.pieces) : -1;
+		int piece = partitioned[unit] ? below(program.pieces) : -1;
+		/* Now and then against the unit's partition state: StarPU
+		 * switches plans for the task by itself when it is submitted
+		 * (_starpu_data_partition_access_submit), which the window must
+		 * follow; follow_switches() keeps the generator's state. */
+		if (may_switch && program.planned[unit] && !invalid[unit] &&
+		    std::uniform_real_distribution<double>(0, 1)(switch_random) < 0.08)
+			piece = partitioned[unit] ? -1 : static_cast<int>(switch_random() % static_cast<std::uint64_t>(program.pieces));
 		return TaskAccess{unit, piece, access, {}};
+	}
+
+	/* The plans StarPU switches for task's accesses: the whole of a unit
+	 * partitioned read-write, or written, is unpartitioned (a read of one
+	 * partitioned read-only needs no switch); a piece of one not
+	 * partitioned is partitioned for it, read-only for a read. */
+	void follow_switches(const ApiTask &task)
+	{
+		for (const TaskAccess &buffer : task.buffers) {
+			const int unit = buffer.unit;
+			if (!program.planned[unit])
+				continue;
+			const bool writes = buffer.access != Access::read;
+			if (buffer.piece >= 0 && !partitioned[unit]) {
+				partitioned[unit] = true;
+				read_only[unit] = !writes;
+			} else if (buffer.piece < 0 && partitioned[unit] && (writes || !read_only[unit])) {
+				partitioned[unit] = false;
+			}
+		}
 	}
 
 	void submit(AgentState &agent, ApiTask &task)
 	{
+		follow_switches(task);
 		run_on_oracle(task);
 		Op op;
 		op.kind = OpKind::task;
@@ -168,7 +200,7 @@ struct Generator {
 		std::vector<int> units = agent.units;
 		std::shuffle(units.begin(), units.end(), random);
 		for (int b = 0; b < nbuffers; b++)
-			task->buffers.push_back(access_to(units[b], true));
+			task->buffers.push_back(access_to(units[b], true, true));
 		task->callback = uniform() < 0.3;
 		if (!agent.nameable.empty() && uniform() < (agent.paused ? 0.5 : 0.1))
 			task->after_submitted.push_back(agent.nameable[below(static_cast<int>(agent.nameable.size()))]);

@@ -10,7 +10,9 @@
  * dependencies declared on tasks already submitted (kept ones) and on tasks
  * not submitted yet, tag dependencies, waits on tasks and on everything
  * (main thread), pause/resume with submissions in between (main thread),
- * partition plans (read-write and read-only), data registered mid-run and
+ * partition plans (read-write and read-only), tasks on a whole unit while
+ * it is partitioned or on a piece while it is not (StarPU switches plans for
+ * them by itself), data registered mid-run and
  * given back with starpu_data_unregister_submit, starpu_data_invalidate_submit,
  * chains submitted link by link from callbacks, kept tasks resubmitted from
  * their own callback, prologues that submit.
