@@ -21,11 +21,19 @@
 
 namespace {
 
-/* The window, when the call at caller is the program's. */
+/* The window, when the call at caller is the program's: not StarPU's, nor
+ * StarPU forwarding one of these calls to another (starpu_code.h).  Without
+ * the second test, under an -O1 build with ASan, StarPU's automatic
+ * unpartition (its invalidation of the children,
+ * _starpu_data_invalidate_submit_noplan, calling
+ * starpu_data_acquire_on_node_cb, which forwards) reached the window as
+ * the program's acquisition of each child, never released: no later task
+ * on the children was deferred. */
 fusing::SubmissionWindow *window_for_program_call(const void *caller)
 {
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
-	if (!window || fusing::InsideStarpuScope::active() || fusing::called_from_starpu(caller))
+	if (!window || fusing::InsideStarpuScope::active() || fusing::called_from_starpu(caller) ||
+	    fusing::called_from_this_library(caller))
 		return nullptr;
 	return window;
 }

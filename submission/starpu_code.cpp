@@ -1,6 +1,7 @@
 /* StarPU's code ranges; see starpu_code.h. */
 #include "submission/starpu_code.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
 
@@ -45,7 +46,49 @@ const std::vector<CodeRange> &starpu_code()
 	return ranges;
 }
 
+/* The executable segments of the object loaded at the base address in
+ * data (this library's). */
+struct OwnCode {
+	std::uintptr_t base;
+	std::vector<CodeRange> ranges;
+};
+
+int collect_own_code(struct dl_phdr_info *info, std::size_t, void *data)
+{
+	auto *own = static_cast<OwnCode *>(data);
+	if (info->dlpi_addr != own->base)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+		if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X))
+			own->ranges.push_back({info->dlpi_addr + segment.p_vaddr, info->dlpi_addr + segment.p_vaddr + segment.p_memsz});
+	}
+	return 1;
+}
+
+const std::vector<CodeRange> &own_code()
+{
+	static OwnCode own;
+	static std::once_flag once;
+	std::call_once(once, [] {
+		Dl_info info;
+		if (dladdr(reinterpret_cast<const void *>(&collect_own_code), &info) != 0) {
+			own.base = reinterpret_cast<std::uintptr_t>(info.dli_fbase);
+			dl_iterate_phdr(collect_own_code, &own);
+		}
+	});
+	return own.ranges;
+}
+
 } // namespace
+
+bool called_from_this_library(const void *return_address)
+{
+	for (const CodeRange &range : own_code())
+		if (range.contains(return_address))
+			return true;
+	return false;
+}
 
 bool called_from_starpu(const void *return_address)
 {
