@@ -40,7 +40,7 @@ bool called_from_starpu(const void *return_address);
  * never calls the acquisition and release functions it defines through
  * their symbols; StarPU does, forwarding one to another
  * (starpu_data_acquire_on_node_cb to ..._sequential_consistency,
- * starpu_data_release to ..._on_node) by a tail call, so that the
+ * starpu_data_release to starpu_data_release_to on 1.4) by a tail call, so that the
  * forwarded call returns into this library's definition of the first.
  * Such a call is StarPU's, entered from the program's or StarPU's. */
 bool called_from_this_library(const void *return_address);
