@@ -173,11 +173,11 @@ void PartitionTrees::make_ready_for(Handle ancestor, Handle target, bool writes)
 		unpartition_recursively(ancestor);
 	if (!target)
 		return;
-	const std::vector<Handle> children = node.children;
+	/* apply() changes the children's nodes, never node.children. */
 	if (node.partitioned > 0)
-		apply(writes ? Call::upgrade_readwrite : Call::partition_readonly, ancestor, children.data(), children.size());
+		apply(writes ? Call::upgrade_readwrite : Call::partition_readonly, ancestor, node.children.data(), node.children.size());
 	else
-		apply(writes ? Call::partition : Call::partition_readonly, ancestor, children.data(), children.size());
+		apply(writes ? Call::partition : Call::partition_readonly, ancestor, node.children.data(), node.children.size());
 }
 
 /* starpu_data_unpartition_submit_r: every active partition, the
@@ -186,10 +186,9 @@ void PartitionTrees::unpartition_recursively(Handle handle)
 {
 	Node &node = nodes_[handle];
 	while (node.partitioned > 0) {
-		const std::vector<Handle> children = node.children;
-		for (Handle child : children)
+		for (Handle child : node.children)
 			unpartition_recursively(child);
-		apply(Call::unpartition, handle, children.data(), children.size());
+		apply(Call::unpartition, handle, node.children.data(), node.children.size());
 	}
 }
 

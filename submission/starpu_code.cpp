@@ -22,6 +22,16 @@ struct CodeRange {
 	}
 };
 
+/* The executable segments of the loaded object info describes. */
+void add_executable_segments(const struct dl_phdr_info *info, std::vector<CodeRange> &ranges)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) &segment = info->dlpi_phdr[i];
+		if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X))
+			ranges.push_back({info->dlpi_addr + segment.p_vaddr, info->dlpi_addr + segment.p_vaddr + segment.p_memsz});
+	}
+}
+
 /* The executable segments of libstarpu-1.x. */
 int collect_starpu_code(struct dl_phdr_info *info, std::size_t, void *data)
 {
@@ -29,12 +39,7 @@ int collect_starpu_code(struct dl_phdr_info *info, std::size_t, void *data)
 	const char *file = slash ? slash + 1 : info->dlpi_name;
 	if (!file || std::strncmp(file, "libstarpu-1.", 12) != 0)
 		return 0;
-	auto *ranges = static_cast<std::vector<CodeRange> *>(data);
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) &segment = info->dlpi_phdr[i];
-		if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X))
-			ranges->push_back({info->dlpi_addr + segment.p_vaddr, info->dlpi_addr + segment.p_vaddr + segment.p_memsz});
-	}
+	add_executable_segments(info, *static_cast<std::vector<CodeRange> *>(data));
 	return 0;
 }
 
@@ -58,11 +63,7 @@ int collect_own_code(struct dl_phdr_info *info, std::size_t, void *data)
 	auto *own = static_cast<OwnCode *>(data);
 	if (info->dlpi_addr != own->base)
 		return 0;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) &segment = info->dlpi_phdr[i];
-		if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X))
-			own->ranges.push_back({info->dlpi_addr + segment.p_vaddr, info->dlpi_addr + segment.p_vaddr + segment.p_memsz});
-	}
+	add_executable_segments(info, own->ranges);
 	return 1;
 }
 
@@ -80,22 +81,24 @@ const std::vector<CodeRange> &own_code()
 	return own.ranges;
 }
 
-} // namespace
-
-bool called_from_this_library(const void *return_address)
+bool in_ranges(const std::vector<CodeRange> &ranges, const void *address)
 {
-	for (const CodeRange &range : own_code())
-		if (range.contains(return_address))
+	for (const CodeRange &range : ranges)
+		if (range.contains(address))
 			return true;
 	return false;
 }
 
+} // namespace
+
+bool called_from_this_library(const void *return_address)
+{
+	return in_ranges(own_code(), return_address);
+}
+
 bool called_from_starpu(const void *return_address)
 {
-	for (const CodeRange &range : starpu_code())
-		if (range.contains(return_address))
-			return true;
-	return false;
+	return in_ranges(starpu_code(), return_address);
 }
 
 } // namespace fusing

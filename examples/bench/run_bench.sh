@@ -117,9 +117,17 @@ for round in $(seq "$reps"); do
 		done
 	done
 done
+# median_of(key, m): the median of v[key, 1..m], the m runs of key (awk,
+# shared by the summaries of (b) and (e)).
+awk_median='function median_of(key, m,    i, j, t, s) {
+	for (i = 1; i <= m; i++) s[i] = v[key, i]
+	for (i = 2; i <= m; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
+	return s[int((m + 1) / 2)]
+}
+'
 # Medians over rounds; efficiency = ideal / measured; effective granularity
 # (Task Bench) = seconds * workers / tasks.
-awk -F, 'NR > 1 {
+awk -F, "$awk_median"'NR > 1 {
 	key = $1 "," $2 "," $3 "," $4 "," $5
 	if (!(key in n)) order[++keys] = key
 	v[key, ++n[key]] = $6
@@ -127,10 +135,8 @@ awk -F, 'NR > 1 {
 END {
 	print "policy,shape,us,tasks,workers,seconds,efficiency,granularity_us"
 	for (k = 1; k <= keys; k++) {
-		key = order[k]; m = n[key]
-		for (i = 1; i <= m; i++) s[i] = v[key, i]
-		for (i = 2; i <= m; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
-		seconds = s[int((m + 1) / 2)]
+		key = order[k]
+		seconds = median_of(key, n[key])
 		split(key, f, ",")
 		printf "%s,%.6f,%.4f,%.2f\n", key, seconds, f[4] * f[3] / (f[5] * seconds * 1e6), seconds * f[5] * 1e6 / f[4]
 	}
@@ -228,7 +234,7 @@ for round in $(seq "$reps"); do
 	done
 done
 layer_csv="$out/layer_cost.csv"
-awk -F, 'NR > 1 {
+awk -F, "$awk_median"'NR > 1 {
 	key = $1 "," $2
 	if (!(key in n)) order[++keys] = key
 	tasks[key] = $3; v[key, ++n[key]] = $4
@@ -236,16 +242,11 @@ awk -F, 'NR > 1 {
 END {
 	print "case,policy,tasks,seconds,us_per_task,ratio"
 	for (k = 1; k <= keys; k++) {
-		key = order[k]; m = n[key]
-		for (i = 1; i <= m; i++) s[i] = v[key, i]
-		for (i = 2; i <= m; i++) for (j = i; j > 1 && s[j - 1] > s[j]; j--) { t = s[j]; s[j] = s[j - 1]; s[j - 1] = t }
-		med[key] = s[int((m + 1) / 2)]
-	}
-	for (k = 1; k <= keys; k++) {
 		key = order[k]; split(key, f, ",")
+		seconds = median_of(key, n[key])
 		# the first policy of each case (the base alone) is the reference
-		if (!(f[1] in reference)) reference[f[1]] = med[key]
-		printf "%s,%s,%.6f,%.3f,%.3f\n", key, tasks[key], med[key], med[key] * 1e6 / tasks[key], med[key] / reference[f[1]]
+		if (!(f[1] in reference)) reference[f[1]] = seconds
+		printf "%s,%s,%.6f,%.3f,%.3f\n", key, tasks[key], seconds, seconds * 1e6 / tasks[key], seconds / reference[f[1]]
 	}
 }' "$layer_runs" > "$layer_csv"
 
