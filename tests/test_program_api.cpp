@@ -1235,6 +1235,64 @@ void api_plan_switched_by_starpu_stays_followed(void **)
 	finish();
 }
 
+/* The same switch made by an acquisition: StarPU unpartitions a
+ * partitioned handle the program acquires for writing
+ * (_starpu_data_check_initialized, datawizard/user_interactions.c), and
+ * partitions again for the next task on a child.  The window follows both
+ * (begin_acquisition, then the task's own switch): without the first, it
+ * took the child for still partitioned and deferred the next task on it,
+ * whose merged task (which never switches plans) then accessed a child
+ * StarPU had unpartitioned.  Three rounds of a read-write chain on one
+ * child, then an acquisition of the whole vector that doubles it (round 1
+ * by a callback); StarPU partitions for each chain's first task, which
+ * reaches it alone, and the other three run as one merged task under the
+ * suite's STARPU_FUSING_HOLD. */
+std::atomic<bool> acquisition_callback_done{false};
+void double_whole_and_release(void *arg)
+{
+	PlannedVector &vector = *static_cast<PlannedVector *>(arg);
+	for (long &value : vector.values)
+		value *= 2;
+	starpu_data_release(vector.whole);
+	acquisition_callback_done = true;
+}
+
+void api_plan_switched_for_an_acquisition_stays_followed(void **)
+{
+	start("api_plan_switched_for_an_acquisition_stays_followed", 1);
+	const int kChain = 4;
+	largest_chain_after_switch = 0;
+	PlannedVector vector;
+	vector.reg();
+	HostVector host;
+	starpu_data_partition_submit(vector.whole, 2, vector.halves);
+	for (int round = 0; round < 3; round++) {
+		struct starpu_task *blocker = occupy_a_worker();
+		for (int i = 0; i < kChain; i++) {
+			submit_vector_task(round == 0 ? &vector_add_one_cl : &vector_add_one_noting_group_cl, vector.halves[0]);
+			host.add_one(0, kElements / 2);
+		}
+		unblock(blocker);
+		if (round == 1) {
+			acquisition_callback_done = false;
+			assert_int_equal(starpu_data_acquire_cb(vector.whole, STARPU_RW, double_whole_and_release, &vector), 0);
+			while (!acquisition_callback_done)
+				sched_yield();
+		} else {
+			assert_int_equal(starpu_data_acquire(vector.whole, STARPU_RW), 0);
+			double_whole_and_release(&vector);
+		}
+		host.times_two(0, kElements);
+	}
+	starpu_task_wait_for_all();
+	vector.unreg_and_check(host.values);
+	if (native)
+		assert_int_equal(largest_chain_after_switch.load(), 0);
+	else if (getenv("STARPU_FUSING_HOLD"))
+		assert_int_equal(largest_chain_after_switch.load(), kChain - 1);
+	finish();
+}
+
 /* task->interfaces, which StarPU fills at submission (home interfaces) and
  * when the task runs (the interfaces its function gets), and which
  * performance models read (StarPU's examples/mlr: its parameters function
@@ -1766,6 +1824,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
 		cmocka_unit_test(api_plan_switched_by_starpu_stays_followed),
+		cmocka_unit_test(api_plan_switched_for_an_acquisition_stays_followed),
 		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
 		cmocka_unit_test(api_models_and_members_see_task_interfaces),
 		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),

@@ -274,15 +274,37 @@ struct Generator {
 		return candidates.empty() ? -1 : candidates[below(static_cast<int>(candidates.size()))];
 	}
 
+	/* A partitioned unit of the agent, drawn from switch_random, or -1. */
+	int partitioned_unit(AgentState &agent)
+	{
+		std::vector<int> candidates;
+		for (int unit : agent.units)
+			if (partitioned[unit])
+				candidates.push_back(unit);
+		if (candidates.empty())
+			return -1;
+		return candidates[switch_random() % candidates.size()];
+	}
+
 	void add_acquisition(AgentState &agent, bool asynchronous)
 	{
-		const int unit = whole_unit(agent);
+		int unit = whole_unit(agent);
+		/* Now and then the whole of a partitioned unit: StarPU
+		 * unpartitions it for the acquisition by itself
+		 * (_starpu_data_check_initialized, datawizard/user_interactions.c),
+		 * unless it is only read while partitioned read-only; the window
+		 * must follow that switch as it follows a task's. */
+		const int switching = partitioned_unit(agent);
+		if (switching >= 0 && std::uniform_real_distribution<double>(0, 1)(switch_random) < 0.15)
+			unit = switching;
 		if (unit < 0 || invalid[unit])
 			return;
 		Op op;
 		op.kind = asynchronous ? OpKind::acquire_cb : OpKind::acquire;
 		op.unit = unit;
 		op.write = uniform() < 0.5;
+		if (partitioned[unit] && (op.write || !read_only[unit]))
+			partitioned[unit] = false;
 		op.expected = state[unit];
 		if (op.write) {
 			op.host_id = kHostIdBase + host_ids++;
