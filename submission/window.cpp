@@ -20,10 +20,6 @@ namespace {
  * own (measured: ~10,000 instructions, a few µs; doc/performance.md, instructions per task). */
 constexpr double kWorthRunningAlone_us = 50.0;
 
-/* See window.h (groups_): the order rule's record is cleared past this many
- * handles (a few MiB). */
-constexpr std::size_t kOrderRecordHandles = 1u << 16;
-
 std::atomic<SubmissionWindow *> active_window{nullptr};
 thread_local unsigned inside_starpu_depth = 0;
 
@@ -336,9 +332,10 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		if (accesses[i].writes && !reduces(STARPU_TASK_GET_MODE(task, i)))
 			chain_group = std::max(chain_group, order_.last_access_group(accesses[i].handle));
 	/* A chain whose last group already went to StarPU has nothing left to
-	 * continue in the window (the record outlives groups, and a handle
-	 * registered at the address of an unregistered one inherits its
-	 * entry): the task is placed as one on data new to the window. */
+	 * continue in the window (the record keeps groups handed over until
+	 * the window is empty, and a handle registered meanwhile at the
+	 * address of an unregistered one inherits its entry): the task is
+	 * placed as one on data new to the window. */
 	if (chain_group >= 0 && static_cast<std::size_t>(chain_group) < first_open_)
 		chain_group = -1;
 	/* Nor is there one to continue in a group of another kind (a bias
@@ -481,9 +478,13 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 
 void SubmissionWindow::clear_record_when_empty()
 {
-	if (groups_.empty() && pending_calls_.empty() && submitting_groups_ == 0 && order_.handles_recorded() > kOrderRecordHandles) {
+	if (groups_.empty() && pending_calls_.empty() && submitting_groups_ == 0) {
 		/* Everything is in StarPU's hands, which orders what follows:
-		 * the record can start afresh (group numbers at 0). */
+		 * the record starts afresh (group numbers at 0).  Every time:
+		 * kept until 65,536 handles, the record of a program registering
+		 * a handle per task (20,000 independent tasks) grew and was
+		 * allocated again up to 5 MiB, and its lookups missed the
+		 * cache; clear() is O(1). */
 		order_.clear();
 		first_open_ = 0;
 	}

@@ -330,9 +330,9 @@ private:
 	std::vector<Access<starpu_data_handle_t>> switching_; /* guarded by mutex_: follow_plan_switches_locked()'s */
 	/* The open groups, guarded by mutex_: groups_[i] is group number
 	 * first_open_ + i; groups below first_open_ went to StarPU.  The order
-	 * rule's record outlives them, so that a chain's next task finds its
-	 * chain (place()); it is cleared when the window is empty and the
-	 * record has grown past kOrderRecordHandles handles. */
+	 * rule's record of them stays until the window is empty (every use of
+	 * it treats a group below first_open_ as none), then is cleared
+	 * (clear_record_when_empty). */
 	std::deque<Group> groups_;
 	std::size_t first_open_ = 0;
 	std::atomic<std::size_t> deferred_{0};    /* tasks in the window; written under mutex_ */

@@ -126,8 +126,6 @@ public:
 	}
 
 	std::size_t groups_opened() const { return opened_; }
-	/* Handles with an access recorded since the last clear(). */
-	std::size_t handles_recorded() const { return used_; }
 
 	/* After every group and call so far was handed to StarPU: StarPU
 	 * orders what follows after them by itself, so the window starts
