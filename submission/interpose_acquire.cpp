@@ -8,8 +8,11 @@
  * data it sends and receives through these functions too.
  *
  * StarPU's own calls (starpu_data_acquire calling starpu_data_acquire_on_node
- * on 1.3, starpu_data_release calling starpu_data_release_on_node) pass
- * untouched: the program's outer call counted.  The acquiring or releasing
+ * on 1.3, starpu_data_release calling starpu_data_release_on_node,
+ * starpu_data_invalidate_submit acquiring what it invalidates) hold
+ * nothing: the program's outer call counted, or held nothing.  Any
+ * acquisition may make StarPU switch plans, which the window follows
+ * whoever calls (follow_switch_of_other_acquisition).  The acquiring or releasing
  * thread: the program's, a callback's (an acquisition's callback releases),
  * or StarPU-MPI's. */
 #include "submission/starpu_code.h"
@@ -38,14 +41,31 @@ fusing::SubmissionWindow *window_for_program_call(const void *caller)
 	return window;
 }
 
+/* An acquisition that is not the program's still switches plans (window.h,
+ * follow_acquisition_switch): StarPU's starpu_data_invalidate_submit
+ * acquires the data it invalidates through these functions, and a
+ * partitioned handle the program invalidated was unpartitioned behind the
+ * window, which deferred the next task on a child as if still partitioned
+ * (test api_plan_switched_for_an_invalidation_stays_followed: StarPU
+ * asserted "Handle ... is not initialized").  Not from StarPU's scheduling
+ * code, which never acquires data without STARPU_NOPLAN anyway. */
+void follow_switch_of_other_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+	fusing::SubmissionWindow *window = fusing::active_submission_window();
+	if (window && !fusing::InsideStarpuScope::active())
+		window->follow_acquisition_switch(handle, mode);
+}
+
 /* StarPU's acquisition (starpu_acquire), which returns 0 on success, as
  * the program's. */
 template <typename Acquire>
 int acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode, const void *caller, Acquire starpu_acquire)
 {
 	fusing::SubmissionWindow *window = window_for_program_call(caller);
-	if (!window)
+	if (!window) {
+		follow_switch_of_other_acquisition(handle, mode);
 		return starpu_acquire();
+	}
 	window->begin_acquisition(handle, mode);
 	const int ret = starpu_acquire();
 	if (ret != 0)
@@ -58,9 +78,13 @@ template <typename Acquire>
 int try_acquire(starpu_data_handle_t handle, enum starpu_data_access_mode mode, const void *caller, Acquire starpu_acquire)
 {
 	fusing::SubmissionWindow *window = window_for_program_call(caller);
-	if (!window)
+	if (!window) {
+		follow_switch_of_other_acquisition(handle, mode);
 		return starpu_acquire();
+	}
 	window->flush();
+	/* StarPU switches plans before it tries (user_interactions.c). */
+	window->follow_acquisition_switch(handle, mode);
 	const int ret = starpu_acquire();
 	if (ret == 0)
 		window->held().acquired(handle, mode);

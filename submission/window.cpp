@@ -1021,11 +1021,35 @@ void SubmissionWindow::begin_acquisition(starpu_data_handle_t handle, enum starp
 	held_.acquired(handle, mode);
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	flush_locked();
-	/* StarPU may switch plans for the acquisition, as for a task
-	 * (partition_trees.h). */
-	if (any_tree_.load(std::memory_order_relaxed) && !(mode & STARPU_NOPLAN) && !trees_.excluded(handle) &&
-	    trees_.switches_plans(handle, (mode & STARPU_W) != 0))
-		trees_.follow_switch(handle, (mode & STARPU_W) != 0); /* user_interactions.c: W alone */
+	follow_acquisition_switch_locked(handle, mode);
+}
+
+void SubmissionWindow::follow_acquisition_switch(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+	if (!any_tree_.load(std::memory_order_relaxed))
+		return;
+	std::lock_guard<std::recursive_mutex> lock(mutex_);
+	if (acquisition_switches_plans_locked(handle, mode)) {
+		/* StarPU's switch accesses siblings the order rule took for
+		 * free: everything deferred goes first, as for a task. */
+		flush_locked();
+		follow_acquisition_switch_locked(handle, mode);
+	}
+}
+
+bool SubmissionWindow::acquisition_switches_plans_locked(starpu_data_handle_t handle, enum starpu_data_access_mode mode) const
+{
+	/* user_interactions.c: a write is W alone for an acquisition. */
+	return any_tree_.load(std::memory_order_relaxed) && !(mode & STARPU_NOPLAN) && !trees_.excluded(handle) &&
+	       trees_.switches_plans(handle, (mode & STARPU_W) != 0);
+}
+
+/* StarPU may switch plans for an acquisition, as for a task
+ * (partition_trees.h). */
+void SubmissionWindow::follow_acquisition_switch_locked(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
+{
+	if (acquisition_switches_plans_locked(handle, mode))
+		trees_.follow_switch(handle, (mode & STARPU_W) != 0);
 }
 
 void SubmissionWindow::begin_wait()

@@ -135,6 +135,16 @@ public:
 	/* The program acquires handle in mode: it is held from now on
 	 * (held_data.h), and the window is flushed.  The acquiring thread. */
 	void begin_acquisition(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
+	/* An acquisition of handle in mode that holds nothing for the
+	 * program: one StarPU makes itself for a call of the program
+	 * (starpu_data_invalidate and _submit, starpu_data_deinitialize and
+	 * _submit, datawizard/interfaces/data_interface.c), the program's
+	 * attempt (starpu_data_acquire_try), or a fetch or prefetch (mode
+	 * STARPU_R, interpose_fetch.cpp).  StarPU switches plans for it as
+	 * for any acquisition (_starpu_data_check_initialized,
+	 * datawizard/user_interactions.c): the window hands over what it holds
+	 * and follows the switch when there is one.  The acquiring thread. */
+	void follow_acquisition_switch(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
 	HeldData &held() { return held_; }
 	/* What StarPU knows in place of task, for a dependency declared on
 	 * it: the merged task of its group when task is a deferred kept task
@@ -249,6 +259,8 @@ private:
 	 * follow_switch), or are no longer followed when the window cannot
 	 * tell the outcome.  mutex_ held; after a flush. */
 	void follow_plan_switches_locked(const struct starpu_task *task);
+	bool acquisition_switches_plans_locked(starpu_data_handle_t handle, enum starpu_data_access_mode mode) const;
+	void follow_acquisition_switch_locked(starpu_data_handle_t handle, enum starpu_data_access_mode mode);
 	/* Whether group may take a task with these accesses without holding a
 	 * handle and its ancestor (StarPU would need two plans at once).
 	 * mutex_ held. */

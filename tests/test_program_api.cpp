@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <functional>
 #include <initializer_list>
 #include <cstdio>
 #include <cstdlib>
@@ -1242,11 +1243,9 @@ void api_plan_switched_by_starpu_stays_followed(void **)
  * (begin_acquisition, then the task's own switch): without the first, it
  * took the child for still partitioned and deferred the next task on it,
  * whose merged task (which never switches plans) then accessed a child
- * StarPU had unpartitioned.  Three rounds of a read-write chain on one
- * child, then an acquisition of the whole vector that doubles it (round 1
- * by a callback); StarPU partitions for each chain's first task, which
- * reaches it alone, and the other three run as one merged task under the
- * suite's STARPU_FUSING_HOLD. */
+ * StarPU had unpartitioned.  After each round of
+ * run_chains_switched_between_rounds, an acquisition of the whole vector
+ * that doubles it (round 1 by a callback). */
 std::atomic<bool> acquisition_callback_done{false};
 void double_whole_and_release(void *arg)
 {
@@ -1257,9 +1256,16 @@ void double_whole_and_release(void *arg)
 	acquisition_callback_done = true;
 }
 
-void api_plan_switched_for_an_acquisition_stays_followed(void **)
+/* Three rounds of a read-write chain of 4 on the first half of a vector
+ * partitioned read-write, the worker kept busy while the program submits
+ * the chain; after each round (number round), after_round makes StarPU
+ * switch plans and may change the host's values.  StarPU partitions again
+ * for the next chain's first task, which reaches it alone: from round 1
+ * on, under the suite's STARPU_FUSING_HOLD, the other three run as one
+ * merged task, and the results are the host's. */
+void run_chains_switched_between_rounds(const char *test, const std::function<void(int, PlannedVector &, HostVector &)> &after_round)
 {
-	start("api_plan_switched_for_an_acquisition_stays_followed", 1);
+	start(test, 1);
 	const int kChain = 4;
 	largest_chain_after_switch = 0;
 	PlannedVector vector;
@@ -1273,16 +1279,7 @@ void api_plan_switched_for_an_acquisition_stays_followed(void **)
 			host.add_one(0, kElements / 2);
 		}
 		unblock(blocker);
-		if (round == 1) {
-			acquisition_callback_done = false;
-			assert_int_equal(starpu_data_acquire_cb(vector.whole, STARPU_RW, double_whole_and_release, &vector), 0);
-			while (!acquisition_callback_done)
-				sched_yield();
-		} else {
-			assert_int_equal(starpu_data_acquire(vector.whole, STARPU_RW), 0);
-			double_whole_and_release(&vector);
-		}
-		host.times_two(0, kElements);
+		after_round(round, vector, host);
 	}
 	starpu_task_wait_for_all();
 	vector.unreg_and_check(host.values);
@@ -1291,6 +1288,95 @@ void api_plan_switched_for_an_acquisition_stays_followed(void **)
 	else if (getenv("STARPU_FUSING_HOLD"))
 		assert_int_equal(largest_chain_after_switch.load(), kChain - 1);
 	finish();
+}
+
+void api_plan_switched_for_an_acquisition_stays_followed(void **)
+{
+	run_chains_switched_between_rounds("api_plan_switched_for_an_acquisition_stays_followed",
+					   [](int round, PlannedVector &vector, HostVector &host) {
+						   if (round == 1) {
+							   acquisition_callback_done = false;
+							   assert_int_equal(starpu_data_acquire_cb(vector.whole, STARPU_RW,
+												   double_whole_and_release, &vector),
+									    0);
+							   while (!acquisition_callback_done)
+								   sched_yield();
+						   } else {
+							   assert_int_equal(starpu_data_acquire(vector.whole, STARPU_RW), 0);
+							   double_whole_and_release(&vector);
+						   }
+						   host.times_two(0, kElements);
+					   });
+}
+
+/* And one made for an invalidation: starpu_data_invalidate_submit acquires
+ * the data for writing (datawizard/interfaces/data_interface.c), so StarPU
+ * unpartitions a partitioned handle the program invalidates, and
+ * partitions it again for the next task on a child.  The program writes
+ * the invalidated halves again, then a chain on the first half. */
+void vector_set(void **buffers, void *)
+{
+	unsigned n;
+	long *v = elements_of(buffers[0], n);
+	for (unsigned i = 0; i < n; i++)
+		v[i] = 100 + static_cast<long>(i);
+}
+struct starpu_codelet vector_set_cl = codelet(vector_set, "vector_set", {STARPU_W});
+
+void api_plan_switched_for_an_invalidation_stays_followed(void **)
+{
+	start("api_plan_switched_for_an_invalidation_stays_followed", 1);
+	const int kChain = 4;
+	largest_chain_after_switch = 0;
+	PlannedVector vector;
+	vector.reg();
+	HostVector host;
+	starpu_data_partition_submit(vector.whole, 2, vector.halves);
+	for (int round = 0; round < 3; round++) {
+		struct starpu_task *blocker = occupy_a_worker();
+		for (int half = 0; half < 2; half++) {
+			submit_vector_task(&vector_set_cl, vector.halves[half]);
+			for (unsigned i = 0; i < kElements / 2; i++)
+				host.values[half * (kElements / 2) + i] = 100 + static_cast<long>(i);
+		}
+		for (int i = 0; i < kChain; i++) {
+			submit_vector_task(round == 0 ? &vector_add_one_cl : &vector_add_one_noting_group_cl, vector.halves[0]);
+			host.add_one(0, kElements / 2);
+		}
+		unblock(blocker);
+		if (round < 2)
+			starpu_data_invalidate_submit(vector.whole);
+	}
+	/* The whole, read after the last round: StarPU unpartitions it for
+	 * the task, which must find it holding the halves' values. */
+	Variable total;
+	total.reg(0);
+	submit_vector_task(&vector_sum_into_cl, vector.whole, total.handle);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(total.handle);
+	assert_int_equal(total.value, host.sum(0, kElements));
+	vector.unreg_and_check(host.values);
+	if (native)
+		assert_int_equal(largest_chain_after_switch.load(), 0);
+	finish();
+}
+
+/* And one made for a prefetch: starpu_data_prefetch_on_node and the other
+ * fetches switch plans as a read does (_starpu_prefetch_data_on_node_with_mode,
+ * datawizard/user_interactions.c), so StarPU unpartitions the vector
+ * partitioned read-write, and partitions it again for the next chain.
+ * Asynchronous prefetches only: a synchronous fetch does not wait for the
+ * unpartition StarPU submits for it, and StarPU alone asserts that the
+ * whole has no valid value (datawizard/coherency.c, 1.3.10). */
+void api_plan_switched_for_a_fetch_stays_followed(void **)
+{
+	run_chains_switched_between_rounds("api_plan_switched_for_a_fetch_stays_followed",
+					   [](int round, PlannedVector &vector, HostVector &) {
+						   if (round == 1)
+							   assert_int_equal(starpu_data_idle_prefetch_on_node(vector.whole, STARPU_MAIN_RAM, 1), 0);
+						   else
+							   assert_int_equal(starpu_data_prefetch_on_node(vector.whole, STARPU_MAIN_RAM, 1), 0);
+					   });
 }
 
 /* task->interfaces, which StarPU fills at submission (home interfaces) and
@@ -1825,6 +1911,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
 		cmocka_unit_test(api_plan_switched_by_starpu_stays_followed),
 		cmocka_unit_test(api_plan_switched_for_an_acquisition_stays_followed),
+		cmocka_unit_test(api_plan_switched_for_an_invalidation_stays_followed),
+		cmocka_unit_test(api_plan_switched_for_a_fetch_stays_followed),
 		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
 		cmocka_unit_test(api_models_and_members_see_task_interfaces),
 		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),
