@@ -1365,11 +1365,16 @@ void api_plan_switched_for_an_invalidation_stays_followed(void **)
  * fetches switch plans as a read does (_starpu_prefetch_data_on_node_with_mode,
  * datawizard/user_interactions.c), so StarPU unpartitions the vector
  * partitioned read-write, and partitions it again for the next chain.
- * Asynchronous prefetches only: a synchronous fetch does not wait for the
- * unpartition StarPU submits for it, and StarPU alone asserts that the
- * whole has no valid value (datawizard/coherency.c, 1.3.10). */
+ * Asynchronous prefetches only, and on StarPU 1.3 only: a fetch does not
+ * wait for the unpartition StarPU submits for it, so StarPU alone asserts
+ * that the whole has no valid copy for a synchronous fetch on 1.3.10, and
+ * for these prefetches too on 1.4.12 (datawizard/coherency.c, native-lws
+ * and lws-when-busy aborted); 1.3.10 runs them (15 of 15 native runs). */
 void api_plan_switched_for_a_fetch_stays_followed(void **)
 {
+#if STARPU_MAJOR_VERSION == 1 && STARPU_MINOR_VERSION >= 4
+	skip();
+#endif
 	run_chains_switched_between_rounds("api_plan_switched_for_a_fetch_stays_followed",
 					   [](int round, PlannedVector &vector, HostVector &) {
 						   if (round == 1)
