@@ -1026,7 +1026,9 @@ void SubmissionWindow::begin_acquisition(starpu_data_handle_t handle, enum starp
 
 void SubmissionWindow::follow_acquisition_switch(starpu_data_handle_t handle, enum starpu_data_access_mode mode)
 {
-	if (!any_tree_.load(std::memory_order_relaxed))
+	/* StarPU's own switches acquire with STARPU_NOPLAN, from whatever
+	 * thread makes them: they need not wait for the window's lock. */
+	if (!any_tree_.load(std::memory_order_relaxed) || (mode & STARPU_NOPLAN))
 		return;
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	if (acquisition_switches_plans_locked(handle, mode)) {
