@@ -1309,6 +1309,26 @@ void api_plan_switched_for_an_acquisition_stays_followed(void **)
 					   });
 }
 
+/* And one made for an attempt: starpu_data_acquire_try switches plans
+ * before it tries (datawizard/user_interactions.c), whether it then
+ * succeeds or not.  The program tries until the attempt succeeds, waiting
+ * for its tasks in between. */
+void api_plan_switched_for_an_attempt_stays_followed(void **)
+{
+	run_chains_switched_between_rounds("api_plan_switched_for_an_attempt_stays_followed",
+					   [](int round, PlannedVector &vector, HostVector &host) {
+						   /* starpu_data_acquire_try forwards to the other
+						    * (user_interactions.c, 1.3), through this
+						    * library's symbol. */
+						   while ((round == 1 ? starpu_data_acquire_try(vector.whole, STARPU_RW)
+								      : starpu_data_acquire_on_node_try(vector.whole, STARPU_MAIN_RAM,
+													STARPU_RW)) != 0)
+							   starpu_task_wait_for_all();
+						   double_whole_and_release(&vector);
+						   host.times_two(0, kElements);
+					   });
+}
+
 /* And one made for an invalidation: starpu_data_invalidate_submit acquires
  * the data for writing (datawizard/interfaces/data_interface.c), so StarPU
  * unpartitions a partitioned handle the program invalidates, and
@@ -1916,6 +1936,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
 		cmocka_unit_test(api_plan_switched_by_starpu_stays_followed),
 		cmocka_unit_test(api_plan_switched_for_an_acquisition_stays_followed),
+		cmocka_unit_test(api_plan_switched_for_an_attempt_stays_followed),
 		cmocka_unit_test(api_plan_switched_for_an_invalidation_stays_followed),
 		cmocka_unit_test(api_plan_switched_for_a_fetch_stays_followed),
 		cmocka_unit_test(api_reductions_of_deferred_tasks_are_combined),
