@@ -42,7 +42,7 @@ static void controller_stops_holding_when_batches_stay_tiny(void **)
 static void observations_stop_holding_tiny_batches_then_retry(void **)
 {
 	static struct starpu_codelet narrow, wide;
-	CodeletObservations observations, other_observations; /* apart: the two could share a slot */
+	CodeletObservations observations, other_observations;
 	assert_true(observations.worth_holding(&narrow)); /* nothing known yet */
 	for (long i = 0; i + 1 < CodeletObservations::batches_before_judging; i++)
 		observations.record_batch_members(&narrow, 1);
@@ -82,6 +82,31 @@ static void observations_stop_holding_tiny_batches_then_retry(void **)
 	assert_true(observations.member_us(&narrow) == 50.0); /* 3/4 old + 1/4 new */
 	observations.record_member_us(&narrow, 5000.0);      /* a preempted batch: counts as 4 x 50 */
 	assert_true(observations.member_us(&narrow) == 87.5);
+}
+
+/* Codelets side by side in memory, as a program's static codelets are: each
+ * keeps its own observations.  In the direct-mapped table of 64 slots this
+ * replaced, codelets sharing a slot erased each other's. */
+static void observations_keep_every_codelet_apart(void **)
+{
+	static struct starpu_codelet codelets[CodeletObservations::max_codelets + 1];
+	CodeletObservations observations;
+	const std::size_t last = CodeletObservations::max_codelets;
+	for (std::size_t i = 0; i < last; i++) {
+		observations.record_member_us(&codelets[i], static_cast<double>(i + 1));
+		for (long b = 0; b < CodeletObservations::batches_before_judging; b++)
+			observations.record_batch_members(&codelets[i], i % 2 ? 1 : 8);
+	}
+	for (std::size_t i = 0; i < last; i++) {
+		assert_true(observations.member_us(&codelets[i]) == static_cast<double>(i + 1));
+		assert_true(observations.worth_holding(&codelets[i]) == (i % 2 == 0));
+	}
+	/* One codelet too many: not observed, and no other forgotten. */
+	observations.record_member_us(&codelets[last], 1.0);
+	assert_true(std::isnan(observations.member_us(&codelets[last])));
+	assert_true(observations.worth_holding(&codelets[last]));
+	for (std::size_t i = 0; i < last; i++)
+		assert_true(observations.member_us(&codelets[i]) == static_cast<double>(i + 1));
 }
 
 static void controller_holds_only_while_every_worker_is_busy(void **)
@@ -132,6 +157,7 @@ int main(void)
 		cmocka_unit_test(controller_holds_only_while_every_worker_is_busy),
 		cmocka_unit_test(controller_stops_holding_when_batches_stay_tiny),
 		cmocka_unit_test(observations_stop_holding_tiny_batches_then_retry),
+		cmocka_unit_test(observations_keep_every_codelet_apart),
 		cmocka_unit_test(controller_sizes_batches_to_reach_the_target),
 		cmocka_unit_test(controller_splits_batches_over_idle_workers),
 	};

@@ -1589,11 +1589,6 @@ void api_stencil_steps_spread_over_workers(void **)
 	const char *hold = getenv("STARPU_FUSING_HOLD");
 	if (hold && strcmp(hold, "always") == 0)
 		skip();
-	/* Over dmda the window had no measure of the codelet when the steps
-	 * came in about 1 run in 6 (nothing deferred; not investigated, see
-	 * doc/testing.md): the placement is tested over lws and eager. */
-	if (tested_base.compare(0, 2, "dm") == 0)
-		skip();
 	start("api_stencil_steps_spread_over_workers", 2);
 	Variable cells[2][kStencilWidth];
 	for (unsigned row = 0; row < 2; row++)
@@ -1719,7 +1714,7 @@ struct starpu_codelet reduce_read_value_cl = codelet(add_first_into_second, "red
 void api_reductions_following_an_open_group_share_one(void **)
 {
 	const char *hold = getenv("STARPU_FUSING_HOLD");
-	if ((hold && strcmp(hold, "always") == 0) || tested_base.compare(0, 2, "dm") == 0)
+	if (hold && strcmp(hold, "always") == 0)
 		skip(); /* see api_stencil_steps_spread_over_workers */
 	start("api_reductions_following_an_open_group_share_one", 2);
 	Variable sum;
