@@ -236,6 +236,15 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 					long_tasks_seen_.fetch_add(1, std::memory_order_relaxed) % remeasure_period == 0);
 	UnfusedReason reason = decide_hold(predicted_us, targets_, fuse_even_if_long, observations_.worth_holding(task->cl),
 					   load_.every_worker_busy(ctx), config_.hold == Config::Hold::always);
+	/* A worker waits: the task should run now, but through the codelet's
+	 * batched implementation, whose gain is compute, not only StarPU's
+	 * costs: it is held and its batch closed right away (request_flush
+	 * below), with the tasks of the codelet readied meanwhile.  Run
+	 * alone, the convolution's first conv2d tasks at 600 kpx took ~8 ms
+	 * each, ~1.4 ms per member in a batch sharing their image
+	 * (doc/design.md, section 6). */
+	if (reason == UnfusedReason::worker_was_idle && has_batched_kernel(task->cl))
+		reason = UnfusedReason::none;
 	if (reason != UnfusedReason::none)
 		return record_unfused(task->cl, reason);
 	const std::uint64_t bytes = buffer_bytes(borrowed);
