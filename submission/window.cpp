@@ -315,6 +315,14 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		if (candidate.sched_ctx != ctx || full(candidate) || !fits_kernel(candidate, task, batched_kernel) ||
 		    !fits_trees(candidate, accesses) || !fits_reductions(candidate, task))
 			return false;
+		/* A batched implementation gets tasks that could all run at once,
+		 * as a ready-time batch's are (starpu_fusing.h): a kernel group
+		 * takes no task conflicting with a member (a chain of in-place
+		 * tasks, two reductions of one handle).  One that read every
+		 * member's input before writing any output computed x * 2 for
+		 * three doublings of x (api_kernel_group_takes_no_dependent_task). */
+		if (candidate.kernel_codelet && latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) == g)
+			return false;
 		const bool depends_on_it = latest_dependency >= 0 && static_cast<std::size_t>(latest_dependency) == g;
 		return !depends_on_it || limits_.always_defer ||
 		       (!some_unpredicted && !candidate.unpredicted && candidate.predicted_us + predicted_us < kWorthRunningAlone_us);

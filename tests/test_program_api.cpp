@@ -1569,6 +1569,48 @@ void api_idle_worker_runs_the_batched_implementation(void **)
 	finish();
 }
 
+/* A chain of in-place tasks of a codelet with a batched implementation: the
+ * implementation may read every task's input before writing any output (as
+ * an im2col and a matrix product do), so the tasks it gets together must be
+ * independent; a kernel group holding the whole chain computed x * 2 for
+ * three doublings of x.  The codelet's first task is measured alone, so that
+ * the chain is deferred in every hold mode. */
+void double_in_place(void **buffers, void *)
+{
+	value_of(buffers[0]) *= 2;
+}
+void double_in_place_batch(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	std::vector<long> inputs(ntasks);
+	for (unsigned t = 0; t < ntasks; t++)
+		inputs[t] = value_of(task_buffers[t][0]);
+	for (unsigned t = 0; t < ntasks; t++)
+		value_of(task_buffers[t][0]) = 2 * inputs[t];
+}
+struct starpu_codelet double_in_place_cl = codelet(double_in_place, 1, "double_in_place");
+
+void api_kernel_group_takes_no_dependent_task(void **)
+{
+	start("api_kernel_group_takes_no_dependent_task", 1);
+	struct starpu_fusing_batched_implementation batched = {};
+	batched.size = sizeof(batched);
+	batched.cpu_func = double_in_place_batch;
+	assert_int_equal(starpu_fusing_register_batched(&double_in_place_cl, &batched), 0);
+	Variable warm_up, x;
+	warm_up.reg(1);
+	x.reg(1);
+	assert_int_equal(submit_on(&double_in_place_cl, warm_up.handle), 0);
+	starpu_task_wait_for_all();
+	for (int doubling = 0; doubling < 3; doubling++)
+		assert_int_equal(submit_on(&double_in_place_cl, x.handle), 0);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(warm_up.handle);
+	starpu_data_unregister(x.handle);
+	assert_int_equal(starpu_fusing_unregister_batched(&double_in_place_cl), 0);
+	assert_int_equal(x.value, 8);
+	finish();
+}
+
 /* A generation of tasks that each depend on a group still in the window (the
  * next step of a stencil: each task writes a cell the previous step read)
  * is spread over one group per CPU worker (doc/design.md section 12,
@@ -1981,6 +2023,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_models_and_members_see_task_interfaces),
 		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),
 		cmocka_unit_test(api_idle_worker_runs_the_batched_implementation),
+		cmocka_unit_test(api_kernel_group_takes_no_dependent_task),
 		cmocka_unit_test(api_stencil_steps_spread_over_workers),
 		cmocka_unit_test(api_tasks_predicted_by_a_model_are_deferred),
 		cmocka_unit_test(api_reductions_following_an_open_group_share_one),
