@@ -115,6 +115,35 @@ void extra_body(void *buffers[], void *cl_arg)
 
 struct starpu_codelet program_codelets[2] = {make_test_codelet(program_body, "api_even", {}),
 					      make_test_codelet(program_body, "api_odd", {})};
+
+/* Tasks of one buffer run as codelets of a fixed buffer count, one per
+ * access mode, with a batched implementation: so the fusing layer forms
+ * kernel groups and batches of them.  The implementation runs its tasks in
+ * reverse order, which the contract allows (they could all run at once,
+ * starpu_fusing.h): two tasks that depend on each other in one call make a
+ * task see a version it should not. */
+void program_batch(unsigned ntasks, void **task_buffers[], void *task_args[], void *)
+{
+	for (unsigned i = ntasks; i-- > 0;)
+		program_body(task_buffers[i], task_args[i]);
+}
+struct starpu_codelet single_buffer_codelets[3] = {make_test_codelet(program_body, "api_single_read", {STARPU_R}),
+						   make_test_codelet(program_body, "api_single_write", {STARPU_W}),
+						   make_test_codelet(program_body, "api_single_read_write", {STARPU_RW})};
+
+void register_single_buffer_batches()
+{
+	static bool registered = false; /* the registry is the process's, across StarPU sessions */
+	if (registered)
+		return;
+	registered = true;
+	struct starpu_fusing_batched_implementation batched = {};
+	batched.size = sizeof(batched);
+	batched.cpu_func = program_batch;
+	for (struct starpu_codelet &codelet : single_buffer_codelets)
+		if (starpu_fusing_register_batched(&codelet, &batched) != 0)
+			observations.problem(std::string("registering the batched implementation of ") + codelet.name + " failed");
+}
 struct starpu_codelet extra_codelet = make_test_codelet(extra_body, "api_extra", {STARPU_RW});
 
 void submit_extra(const ApiTask &origin, int index, starpu_data_handle_t handle);
@@ -205,7 +234,8 @@ struct Run {
 			return tasks[id];
 		const ApiTask &spec = program.tasks[id];
 		struct starpu_task *task = starpu_task_create();
-		task->cl = &program_codelets[id % 2];
+		task->cl = spec.buffers.size() == 1 ? &single_buffer_codelets[static_cast<int>(spec.buffers[0].access)]
+						    : &program_codelets[id % 2];
 		task->cl_arg = const_cast<ApiTask *>(&spec);
 		task->nbuffers = static_cast<int>(spec.buffers.size());
 		for (std::size_t b = 0; b < spec.buffers.size(); b++) {
@@ -376,6 +406,7 @@ dag::RunReport run_and_check(const ApiProgram &program)
 {
 	const std::size_t ntasks = program.tasks.size();
 	observations.reset(ntasks);
+	register_single_buffer_batches();
 	Run run(program);
 	struct starpu_data_filter halves = {};
 	halves.filter_func = starpu_vector_filter_block;
