@@ -1477,6 +1477,15 @@ void api_models_and_members_see_task_interfaces(void **)
  * continue in that group and shares a group with the other consumers, as
  * on new data.  Before, each consumer opened a group of its own (largest
  * consumer group 1, not 4). */
+/* Gives cl the batched implementation function (starpu_fusing.h). */
+void register_batched(struct starpu_codelet *cl, starpu_fusing_batched_cpu_func_t function)
+{
+	struct starpu_fusing_batched_implementation batched = {};
+	batched.size = sizeof(batched);
+	batched.cpu_func = function;
+	assert_int_equal(starpu_fusing_register_batched(cl, &batched), 0);
+}
+
 std::atomic<unsigned> largest_consumer_group{0};
 void produce_batch(unsigned ntasks, void **task_buffers[], void *[], void *)
 {
@@ -1499,10 +1508,7 @@ void api_consumers_of_a_kernel_group_share_groups(void **)
 {
 	start("api_consumers_of_a_kernel_group_share_groups", 1);
 	largest_consumer_group = 0;
-	struct starpu_fusing_batched_implementation batched = {};
-	batched.size = sizeof(batched);
-	batched.cpu_func = produce_batch;
-	assert_int_equal(starpu_fusing_register_batched(&produce_cl, &batched), 0);
+	register_batched(&produce_cl, produce_batch);
 	const int kOutputs = 4;
 	Variable outputs[kOutputs];
 	for (Variable &output : outputs)
@@ -1548,10 +1554,7 @@ void api_idle_worker_runs_the_batched_implementation(void **)
 {
 	start("api_idle_worker_runs_the_batched_implementation", 1);
 	produced_alone = produced_in_batches = 0;
-	struct starpu_fusing_batched_implementation batched = {};
-	batched.size = sizeof(batched);
-	batched.cpu_func = produce_seven_in_batch;
-	assert_int_equal(starpu_fusing_register_batched(&produce_seven_cl, &batched), 0);
+	register_batched(&produce_seven_cl, produce_seven_in_batch);
 	const int kTasks = 5;
 	Variable outputs[kTasks];
 	for (Variable &output : outputs) {
@@ -1592,10 +1595,7 @@ struct starpu_codelet double_in_place_cl = codelet(double_in_place, 1, "double_i
 void api_kernel_group_takes_no_dependent_task(void **)
 {
 	start("api_kernel_group_takes_no_dependent_task", 1);
-	struct starpu_fusing_batched_implementation batched = {};
-	batched.size = sizeof(batched);
-	batched.cpu_func = double_in_place_batch;
-	assert_int_equal(starpu_fusing_register_batched(&double_in_place_cl, &batched), 0);
+	register_batched(&double_in_place_cl, double_in_place_batch);
 	Variable warm_up, x;
 	warm_up.reg(1);
 	x.reg(1);
