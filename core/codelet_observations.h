@@ -54,7 +54,8 @@ public:
 	 * 10 us stencil task look like 1 ms and left it unfused. */
 	static constexpr double max_rise = 4.0;
 	/* Codelets observed in a run; later ones are not (said once). */
-	static constexpr std::size_t max_codelets = 256;
+	static constexpr unsigned slot_bits = 8;
+	static constexpr std::size_t max_codelets = std::size_t(1) << slot_bits;
 
 	/* Mean member duration of codelet in µs, NaN when not measured. */
 	double member_us(const struct starpu_codelet *codelet) const
@@ -147,7 +148,8 @@ private:
 
 	static std::size_t home(const struct starpu_codelet *codelet)
 	{
-		return (reinterpret_cast<std::uintptr_t>(codelet) >> 4) * 0x9E3779B97F4A7C15ull >> 56;
+		/* The product's top slot_bits bits (Fibonacci hashing). */
+		return (reinterpret_cast<std::uintptr_t>(codelet) >> 4) * 0x9E3779B97F4A7C15ull >> (64 - slot_bits);
 	}
 
 	/* codelet's slot, or null if it has none.  Slots are claimed for good,
