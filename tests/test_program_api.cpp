@@ -13,6 +13,7 @@
 #include "cmocka.hpp"
 #include "policy_test.hpp"
 #include "starpu_fusing.h"
+#include "test_codelets.hpp"
 
 #include <starpu.h>
 
@@ -1426,18 +1427,7 @@ void add_one_checking_interfaces(void **buffers, void *)
 		interfaces_other_than_buffers++;
 	value_of(buffers[0]) += 1;
 }
-/* A model of cost function cost (STARPU_COMMON: StarPU answers without
- * calibrating). */
-struct starpu_perfmodel cost_model(double (*cost)(struct starpu_task *, unsigned), const char *symbol)
-{
-	struct starpu_perfmodel model;
-	std::memset(&model, 0, sizeof(model));
-	model.type = STARPU_COMMON;
-	model.cost_function = cost;
-	model.symbol = symbol;
-	return model;
-}
-struct starpu_perfmodel interfaces_model = cost_model(cost_reading_interfaces, "api_interfaces_model");
+struct starpu_perfmodel interfaces_model = make_cost_model(cost_reading_interfaces, "api_interfaces_model");
 struct starpu_codelet add_one_checking_interfaces_cl = [] {
 	struct starpu_codelet cl = codelet(add_one_checking_interfaces, 1, "add_one_checking_interfaces");
 	cl.model = &interfaces_model;
@@ -1743,7 +1733,7 @@ double ten_us(struct starpu_task *, unsigned)
 {
 	return 10.0;
 }
-struct starpu_perfmodel ten_us_model = cost_model(ten_us, "api_ten_us");
+struct starpu_perfmodel ten_us_model = make_cost_model(ten_us, "api_ten_us");
 struct starpu_codelet modelled_add_one_cl = [] {
 	struct starpu_codelet cl = codelet(add_one_noting_group, 1, "modelled_add_one");
 	cl.model = &ten_us_model;
