@@ -25,6 +25,17 @@
 namespace fusing {
 namespace {
 
+/* Members [begin, end), of one codelet, that the merged task hands to one
+ * batched call: the codelet's registered implementation, or else the
+ * kernel pack's entry bound to it; with neither (unregistered since the
+ * window grouped them), each member alone. */
+struct Phase {
+	std::size_t begin, end;
+	std::optional<struct starpu_fusing_batched_implementation> batched;
+	KernelBinding *kernel = nullptr;
+	double exec_us = 0.0;
+};
+
 /* From submit_group (flushing thread) to the end of the callback (the
  * worker that ran it), where it is freed. */
 struct RunningGroup {
@@ -35,8 +46,10 @@ struct RunningGroup {
 	std::vector<ChildView> views;
 	std::vector<bool> has_view;          /* empty, or per member: some use is a view */
 	bool one_codelet;                    /* every member has members[0]'s codelet */
-	std::optional<struct starpu_fusing_batched_implementation> batched;
-	KernelBinding *kernel = nullptr; /* without batched: a kernel pack entry bound to the one codelet */
+	/* The batched calls that run every member, in order (a kernel group's
+	 * phases, or one for a group of one codelet with a batched
+	 * implementation); empty: the members run one by one. */
+	std::vector<Phase> phases;
 	GroupReports reports;
 	double predicted_us; /* NaN when unknown; read by StarPU through group_model */
 	double exec_us = 0.0;
@@ -108,6 +121,48 @@ void build_child_views(const RunningGroup &group, void *buffers[], std::vector<s
 	}
 }
 
+/* Runs phase's members in one batched call, or one by one without an
+ * implementation; their codelet's observations get the per-member time.
+ * The worker, in run_group. */
+void run_phase(RunningGroup &group, Phase &phase, std::vector<void *> &uses)
+{
+	const std::size_t count = phase.end - phase.begin;
+	const std::size_t ntasks = group.members.size();
+	const double start_us = starpu_timing_now();
+	if (phase.batched || phase.kernel) {
+		std::vector<void **> task_buffers(count);
+		std::vector<void *> task_args(count);
+		for (std::size_t i = 0; i < count; i++) {
+			task_buffers[i] = uses.data() + group.first_use[phase.begin + i];
+			task_args[i] = group.members[phase.begin + i]->cl_arg;
+		}
+		if (phase.batched) {
+			phase.batched->cpu_func(static_cast<unsigned>(count), task_buffers.data(), task_args.data(), phase.batched->batch_arg);
+		} else {
+			const KernelRun ran = phase.kernel->run(static_cast<unsigned>(count), task_buffers.data(), task_args.data(), [&](unsigned i) {
+				const std::size_t m = phase.begin + i;
+				run_member(group.members[m], task_buffers[i], ntasks, group.merged_buffers_of(m), group.merged,
+					   group.handles_registered(m));
+			});
+			for (unsigned i : ran.tasks)
+				if (starpu_profiles(group.members[phase.begin + i]))
+					record_in_starpu_profiling(group.members[phase.begin + i], ran.start_us, ran.end_us);
+		}
+	} else {
+		for (std::size_t m = phase.begin; m < phase.end; m++)
+			run_member(group.members[m], uses.data() + group.first_use[m], ntasks, group.merged_buffers_of(m), group.merged,
+				   group.handles_registered(m));
+	}
+	const double end_us = starpu_timing_now();
+	phase.exec_us = end_us - start_us;
+	group.reports.observations->record_member_us(group.members[phase.begin]->cl, phase.exec_us / double(count));
+	/* Every member ran inside the one batched call. */
+	if (phase.batched)
+		for (std::size_t m = phase.begin; m < phase.end; m++)
+			if (starpu_profiles(group.members[m]))
+				record_in_starpu_profiling(group.members[m], start_us, end_us);
+}
+
 void run_group(void *buffers[], void *arg)
 {
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
@@ -119,27 +174,9 @@ void run_group(void *buffers[], void *arg)
 	if (!group->views.empty())
 		build_child_views(*group, buffers, view_storage, uses);
 	const double start_us = starpu_timing_now();
-	if (group->batched || group->kernel) {
-		/* Every member has the codelet's fixed buffer count. */
-		const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(group->members[0]);
-		std::vector<void **> task_buffers(ntasks);
-		std::vector<void *> task_args(ntasks);
-		for (std::size_t i = 0; i < ntasks; i++) {
-			task_buffers[i] = uses.data() + i * nbuffers;
-			task_args[i] = group->members[i]->cl_arg;
-		}
-		if (group->batched) {
-			group->batched->cpu_func(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(),
-						 group->batched->batch_arg);
-		} else {
-			const KernelRun ran = group->kernel->run(static_cast<unsigned>(ntasks), task_buffers.data(), task_args.data(), [&](unsigned i) {
-				run_member(group->members[i], task_buffers[i], ntasks, group->merged_buffers_of(i), group->merged,
-					   group->handles_registered(i));
-			});
-			for (unsigned i : ran.tasks)
-				if (starpu_profiles(group->members[i]))
-					record_in_starpu_profiling(group->members[i], ran.start_us, ran.end_us);
-		}
+	if (!group->phases.empty()) {
+		for (Phase &phase : group->phases)
+			run_phase(*group, phase, uses);
 	} else if (group->one_codelet) {
 		for (std::size_t i = 0; i < ntasks; i++)
 			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
@@ -155,13 +192,8 @@ void run_group(void *buffers[], void *arg)
 	}
 	const double end_us = starpu_timing_now();
 	group->exec_us = end_us - start_us;
-	if (group->one_codelet)
+	if (group->phases.empty() && group->one_codelet)
 		group->reports.observations->record_member_us(group->members[0]->cl, group->exec_us / double(ntasks));
-	/* Every member ran inside the one batched call. */
-	if (group->batched)
-		for (struct starpu_task *member : group->members)
-			if (starpu_profiles(member))
-				record_in_starpu_profiling(member, start_us, end_us);
 	if (group->reports.trace)
 		group->reports.trace->record(starpu_worker_get_id(), start_us, end_us, ntasks, "submission", codelet_names(group->members));
 }
@@ -180,22 +212,33 @@ void run_member_prologues(void *arg)
 	}
 }
 
-/* STARPU_FUSING_STATS: each codelet's members count for that codelet, with
- * their share of the group's time (a group of several codelets counted for
- * its first one made "fused" exceed "submitted"). */
+/* STARPU_FUSING_STATS: each codelet's members count for that codelet (a
+ * group of several codelets counted for its first one made "fused" exceed
+ * "submitted"), with their phases' time, or else their share of the
+ * group's. */
 void record_in_statistics(const RunningGroup &group)
 {
-	std::vector<std::pair<const struct starpu_codelet *, std::size_t>> counts;
-	for (const struct starpu_task *member : group.members) {
-		auto found = std::find_if(counts.begin(), counts.end(), [&](const auto &c) { return c.first == member->cl; });
-		if (found == counts.end())
-			counts.emplace_back(member->cl, 1);
-		else
-			found->second++;
-	}
-	for (const auto &[cl, count] : counts) {
-		const double share = double(count) / double(group.members.size());
-		group.reports.stats->record_batch(cl, count, group.exec_us * share, group.predicted_us * share);
+	struct CodeletShare {
+		const struct starpu_codelet *cl;
+		std::size_t count;
+		double phases_us;
+	};
+	std::vector<CodeletShare> shares;
+	auto share_of = [&](const struct starpu_codelet *cl) -> CodeletShare & {
+		auto found = std::find_if(shares.begin(), shares.end(), [&](const CodeletShare &c) { return c.cl == cl; });
+		if (found != shares.end())
+			return *found;
+		shares.push_back({cl, 0, 0.0});
+		return shares.back();
+	};
+	for (const struct starpu_task *member : group.members)
+		share_of(member->cl).count++;
+	for (const Phase &phase : group.phases)
+		share_of(group.members[phase.begin]->cl).phases_us += phase.exec_us;
+	for (const CodeletShare &c : shares) {
+		const double share = double(c.count) / double(group.members.size());
+		group.reports.stats->record_batch(c.cl, c.count, group.phases.empty() ? group.exec_us * share : c.phases_us,
+						  group.predicted_us * share);
 	}
 }
 
@@ -304,6 +347,42 @@ void fetch_only_what_members_read_first(const GroupMembers &members, const std::
 	}
 }
 
+/* The batched calls of a group (RunningGroup::phases): a kernel group's
+ * phases; for another group of one codelet of a fixed buffer count, one
+ * call of all when the codelet has a batched implementation or a kernel
+ * pack entry bound to it; else none.  The window groups a codelet the
+ * kernel pack may bind only with tasks of the same modes
+ * (SubmissionWindow::fits_kernel): a phase's first member's modes are
+ * every member's. */
+std::vector<Phase> batched_phases(const GroupMembers &members, const GroupReports &reports)
+{
+	std::vector<Phase> phases;
+	auto phase_of = [&](std::size_t begin, std::size_t end) {
+		const struct starpu_codelet *cl = members.tasks[begin]->cl;
+		Phase phase{begin, end, batched_implementation_for(cl), nullptr, 0.0};
+		if (!phase.batched && reports.kernels)
+			phase.kernel = reports.kernels->binding_for(
+				cl, std::vector<enum starpu_data_access_mode>(members.use_modes.begin() + members.first_use[begin],
+									      members.use_modes.begin() + members.end_use(begin)));
+		return phase;
+	};
+	const std::vector<unsigned> &starts = members.phase_starts;
+	for (std::size_t p = 0; p < starts.size(); p++)
+		phases.push_back(phase_of(starts[p], p + 1 < starts.size() ? starts[p + 1] : members.tasks.size()));
+	if (!starts.empty())
+		return phases;
+	const struct starpu_codelet *cl = members.tasks.front()->cl;
+	for (const struct starpu_task *member : members.tasks)
+		if (member->cl != cl)
+			return phases;
+	if (cl->nbuffers == STARPU_VARIABLE_NBUFFERS)
+		return phases;
+	Phase all = phase_of(0, members.tasks.size());
+	if (all.batched || all.kernel)
+		phases.push_back(std::move(all));
+	return phases;
+}
+
 } // namespace
 
 bool is_group_task(const struct starpu_task *task)
@@ -316,8 +395,9 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 {
 	auto merged = merge_buffers(members.use_handles, members.use_modes);
 	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
+	std::vector<Phase> phases = batched_phases(members, reports);
 	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
-					       std::move(members.view_of_use), std::move(members.views), {}, true, std::nullopt, nullptr, reports,
+					       std::move(members.view_of_use), std::move(members.views), {}, true, std::move(phases), reports,
 					       predicted_us};
 	if (!group->views.empty()) {
 		group->has_view.assign(group->members.size(), false);
@@ -334,16 +414,6 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 		priority = std::max(priority, member->priority);
 		group->one_codelet = group->one_codelet && member->cl == group->members.front()->cl;
 		any_prologue = any_prologue || member->prologue_callback_func;
-	}
-	if (group->one_codelet && group->members.front()->cl->nbuffers != STARPU_VARIABLE_NBUFFERS) {
-		group->batched = batched_implementation_for(group->members.front()->cl);
-		/* The window groups a codelet the kernel pack may bind only with
-		 * tasks of the same modes (SubmissionWindow::fits_kernel). */
-		if (!group->batched && reports.kernels)
-			group->kernel = reports.kernels->binding_for(
-				group->members.front()->cl,
-				std::vector<enum starpu_data_access_mode>(members.use_modes.begin(),
-									  members.use_modes.begin() + group->members.front()->cl->nbuffers));
 	}
 
 	GroupCodelets &codelets = group_codelets();

@@ -12,9 +12,10 @@
  *  - the prologue (members' ready prologues, in order): the thread that
  *    made the merged task ready, inside StarPU's push;
  *  - the CPU function: the worker; runs each member on its own buffers, in
- *    order, or, when every member has the same codelet, a registered batched
- *    implementation once or the kernel pack entry bound to the codelet
- *    (kernels/kernel_binding.h);
+ *    order, or each phase of a kernel group (all members, when they have
+ *    one codelet) through a registered batched implementation once or the
+ *    kernel pack entry bound to the codelet (kernels/kernel_binding.h),
+ *    phase after phase;
  *  - the callback: the worker, after StarPU released the merged task's
  *    data: each member's callback in order, then the member is destroyed
  *    as StarPU would have destroyed it (destroy = 1).
@@ -79,6 +80,12 @@ struct GroupMembers {
 	/* Empty, or per use: its view in views, or -1. */
 	std::vector<int> view_of_use;
 	std::vector<ChildView> views;
+	/* A kernel group's phases (doc/design.md, section 12, kernel
+	 * groups): phase p is members [phase_starts[p], phase_starts[p + 1])
+	 * (the last one runs to the end), all of one codelet with a batched
+	 * implementation, run in one call after the phases before it.  Empty
+	 * for other groups. */
+	std::vector<unsigned> phase_starts;
 
 	/* Use u, of a child, is served from parent from now on. */
 	void make_view(std::size_t use, starpu_data_handle_t parent, ChildView view)
@@ -113,6 +120,32 @@ struct GroupMembers {
 	}
 	/* Uses of task m: [first_use[m], end_use(m)). */
 	std::size_t end_use(std::size_t m) const { return m + 1 < tasks.size() ? first_use[m + 1] : use_handles.size(); }
+
+	/* The same members, phase by phase (member m is in phase
+	 * phase_of[m] < phases), in their order within each phase, with
+	 * phase_starts set. */
+	GroupMembers in_phase_order(const std::vector<unsigned> &phase_of, unsigned phases) const
+	{
+		GroupMembers ordered;
+		ordered.reserve(tasks.size(), tasks.empty() ? 0 : static_cast<unsigned>(use_handles.size() / tasks.size()) + 1);
+		ordered.views = views;
+		for (unsigned p = 0; p < phases; p++) {
+			ordered.phase_starts.push_back(static_cast<unsigned>(ordered.tasks.size()));
+			for (std::size_t m = 0; m < tasks.size(); m++) {
+				if (phase_of[m] != p)
+					continue;
+				ordered.tasks.push_back(tasks[m]);
+				ordered.first_use.push_back(static_cast<unsigned>(ordered.use_handles.size()));
+				for (std::size_t u = first_use[m]; u < end_use(m); u++) {
+					ordered.use_handles.push_back(use_handles[u]);
+					ordered.use_modes.push_back(use_modes[u]);
+					if (!view_of_use.empty())
+						ordered.view_of_use.push_back(view_of_use[u]);
+				}
+			}
+		}
+		return ordered;
+	}
 };
 
 /* Submits members (at least one, all of context sched_ctx) as one task

@@ -308,24 +308,27 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * tasks merged into groups of 64 ran at half efficiency on 2
 	 * workers).  Chains many wide still fill whole groups of tiny tasks. */
 	const bool some_unpredicted = std::isnan(predicted_us);
+	auto may_follow = [&](std::size_t g) {
+		const Group &candidate = groups_[g - first_open_];
+		const bool depends_on_it = latest_dependency >= 0 && static_cast<std::size_t>(latest_dependency) == g;
+		return !depends_on_it || limits_.always_defer ||
+		       (!some_unpredicted && !candidate.unpredicted && candidate.predicted_us + predicted_us < kWorthRunningAlone_us);
+	};
+	/* A kernel group's phase for the task (kernel_phase_for): only a
+	 * group holding a conflicting access (the order rule's latest) has
+	 * members to look through. */
+	auto kernel_phase_in = [&](std::size_t g) {
+		const bool holds_conflict = latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) == g;
+		return kernel_phase_for(groups_[g - first_open_], task, accesses, predicted_us, holds_conflict, !may_follow(g));
+	};
 	auto joinable = [&](std::size_t g) {
 		if (g < lowest || g >= first_open_ + groups_.size())
 			return false;
 		const Group &candidate = groups_[g - first_open_];
-		if (candidate.sched_ctx != ctx || full(candidate) || !fits_kernel(candidate, task, batched_kernel) ||
+		if (candidate.sched_ctx != ctx || full(candidate) || candidate.is_kernel_group() != batched_kernel ||
 		    !fits_trees(candidate, accesses) || !fits_reductions(candidate, task))
 			return false;
-		/* A batched implementation gets tasks that could all run at once,
-		 * as a ready-time batch's are (starpu_fusing.h): a kernel group
-		 * takes no task conflicting with a member (a chain of in-place
-		 * tasks, two reductions of one handle).  One that read every
-		 * member's input before writing any output computed x * 2 for
-		 * three doublings of x (api_kernel_group_takes_no_dependent_task). */
-		if (candidate.kernel_codelet && latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) == g)
-			return false;
-		const bool depends_on_it = latest_dependency >= 0 && static_cast<std::size_t>(latest_dependency) == g;
-		return !depends_on_it || limits_.always_defer ||
-		       (!some_unpredicted && !candidate.unpredicted && candidate.predicted_us + predicted_us < kWorthRunningAlone_us);
+		return candidate.is_kernel_group() ? kernel_phase_in(g) >= 0 : may_follow(g);
 	};
 	/* A task that writes a handle continues the chain of that handle's
 	 * last accessor: it joins that task's group (vertical fusion: a chain
@@ -346,10 +349,13 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	 * placed as one on data new to the window. */
 	if (chain_group >= 0 && static_cast<std::size_t>(chain_group) < first_open_)
 		chain_group = -1;
-	/* Nor is there one to continue in a group of another kind (a bias
-	 * added to a convolution's output, which a kernel group holds): a
-	 * group of its own for every such task would follow. */
-	if (chain_group >= 0 && !fits_kernel(groups_[static_cast<std::size_t>(chain_group) - first_open_], task, batched_kernel))
+	/* Nor is there one to continue in a group of another kind (a kernel
+	 * group for a task without a batched implementation, or the other
+	 * way round): a group of its own for every such task would follow.
+	 * A bias added to a convolution's output continues the convolution's
+	 * kernel group in a phase of its own when both codelets have a
+	 * batched implementation. */
+	if (chain_group >= 0 && groups_[static_cast<std::size_t>(chain_group) - first_open_].is_kernel_group() != batched_kernel)
 		chain_group = -1;
 	/* A chain it cannot continue (its group is full, or already holds
 	 * enough work that the task, which depends on it, should run beside
@@ -360,11 +366,11 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	const long horizontal =
 		continues_chain ? -1 : horizontal_group(task, ctx, lowest, latest_dependency, reduction, batched_kernel, joinable);
 	std::size_t group;
-	if (continues_chain) {
-		group = static_cast<std::size_t>(chain_group);
-		order_.join(group, accesses);
-	} else if (horizontal >= 0) {
-		group = static_cast<std::size_t>(horizontal);
+	long phase = 0; /* in a kernel group */
+	if (continues_chain || horizontal >= 0) {
+		group = static_cast<std::size_t>(continues_chain ? chain_group : horizontal);
+		if (batched_kernel)
+			phase = kernel_phase_in(group);
 		order_.join(group, accesses);
 	} else {
 		group = order_.open(accesses);
@@ -374,13 +380,20 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		groups_.back().opened_us = starpu_timing_now();
 		/* The calls placed at the end of the window run before it. */
 		groups_.back().calls_before.swap(pending_calls_);
-		if (batched_kernel) {
-			groups_.back().kernel_codelet = task->cl;
-			for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
-				groups_.back().kernel_modes.push_back(STARPU_TASK_GET_MODE(task, i));
-		}
 	}
 	Group &g = groups_[group - first_open_];
+	if (batched_kernel) {
+		if (static_cast<std::size_t>(phase) == g.phases.size()) {
+			KernelPhase opened{task->cl, {}};
+			for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+				opened.modes.push_back(STARPU_TASK_GET_MODE(task, i));
+			g.phases.push_back(std::move(opened));
+		}
+		g.member_phase.push_back(static_cast<unsigned>(phase));
+		g.phases[static_cast<std::size_t>(phase)].members++;
+		if (!std::isnan(predicted_us))
+			g.phases[static_cast<std::size_t>(phase)].predicted_us += predicted_us;
+	}
 	note_tree_handles(g, accesses);
 	if (reduction)
 		note_reduced_handles(g, task);
@@ -471,6 +484,10 @@ void SubmissionWindow::submit_groups_through(std::size_t group_number)
 		note_group_size(group.members);
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
 		submitting_groups_++;
+		/* A kernel group's phases run one after another, each in one
+		 * call: its members go phase by phase. */
+		if (group.phases.size() > 1)
+			group.members = group.members.in_phase_order(group.member_phase, static_cast<unsigned>(group.phases.size()));
 		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
 		submitting_groups_--;
 		/* Only now: flush() returns without the lock when nothing is
@@ -618,16 +635,77 @@ void SubmissionWindow::follow_plan_switches_locked(const struct starpu_task *tas
 	}
 }
 
+namespace {
+
+/* A kernel group runs at most this many batched calls: a longer chain of
+ * dependent tasks goes on in the next group. */
+constexpr std::size_t kMostKernelPhases = 8;
+
+} // namespace
+
+bool SubmissionWindow::phase_takes(const KernelPhase &phase, const struct starpu_task *task)
+{
+	if (phase.codelet != task->cl)
+		return false;
+	for (unsigned i = 0; i < phase.modes.size(); i++)
+		if (STARPU_TASK_GET_MODE(task, i) != phase.modes[i])
+			return false;
+	return true;
+}
+
 bool SubmissionWindow::fits_kernel(const Group &group, const struct starpu_task *task, bool batched_kernel) const
 {
 	if (!batched_kernel)
-		return group.kernel_codelet == nullptr;
-	if (group.kernel_codelet != task->cl)
-		return false;
-	for (unsigned i = 0; i < group.kernel_modes.size(); i++)
-		if (STARPU_TASK_GET_MODE(task, i) != group.kernel_modes[i])
-			return false;
-	return true;
+		return !group.is_kernel_group();
+	for (const KernelPhase &phase : group.phases)
+		if (phase_takes(phase, task))
+			return true;
+	return false;
+}
+
+long SubmissionWindow::kernel_phase_for(const Group &group, const struct starpu_task *task,
+					const std::vector<Access<starpu_data_handle_t>> &accesses, double predicted_us, bool holds_conflict,
+					bool must_be_light) const
+{
+	/* The highest phase holding a member task conflicts with (the order
+	 * rule's conflicts, within one group: no handle and its ancestor
+	 * meet there, fits_trees()).  A batched implementation gets tasks
+	 * that could all run at once, as a ready-time batch's are
+	 * (starpu_fusing.h): task goes to a later phase, which runs after
+	 * that one.  One call taking a chain of in-place doublings read every
+	 * member's input before writing any output and computed x * 2 for
+	 * three (api_kernel_group_takes_no_dependent_task). */
+	long conflicting = -1;
+	if (holds_conflict) {
+		const GroupMembers &members = group.members;
+		const long last = static_cast<long>(group.phases.size()) - 1;
+		for (std::size_t m = members.tasks.size(); m-- > 0 && conflicting < last;) {
+			const long phase = group.member_phase[m];
+			if (phase <= conflicting)
+				continue;
+			for (std::size_t u = members.first_use[m]; u < members.end_use(m) && phase > conflicting; u++)
+				for (const Access<starpu_data_handle_t> &access : accesses)
+					if (access.handle == members.use_handles[u] && (access.writes || changes_data(members.use_modes[u]))) {
+						conflicting = phase;
+						break;
+					}
+		}
+	}
+	/* A task depending on a member may run after it in the same merged
+	 * task, rather than in a group of its own that would wait for this
+	 * one anyway, when it is light next to that member (at most half its
+	 * phase's mean prediction: a bias added to a convolution's output);
+	 * a stencil's next step, as long as the step it follows, goes to
+	 * groups of its own, spread over the workers (horizontal_group). */
+	if (must_be_light && conflicting >= 0) {
+		const KernelPhase &followed = group.phases[static_cast<std::size_t>(conflicting)];
+		if (std::isnan(predicted_us) || group.unpredicted || 2.0 * predicted_us * double(followed.members) > followed.predicted_us)
+			return -1;
+	}
+	for (std::size_t p = static_cast<std::size_t>(conflicting + 1); p < group.phases.size(); p++)
+		if (phase_takes(group.phases[p], task))
+			return static_cast<long>(p);
+	return group.phases.size() < kMostKernelPhases ? static_cast<long>(group.phases.size()) : -1;
 }
 
 long SubmissionWindow::latest_conflict_without_reductions(const struct starpu_task *task)

@@ -210,6 +210,18 @@ private:
 	/* Counts why the unpartition of parent, just recorded, did not elide
 	 * its plan (episode: its episode, or null).  mutex_ held. */
 	void note_not_elided(starpu_data_handle_t parent, PlanEpisode *episode, bool member_calibrating);
+	/* One batched call of a kernel group's merged task (doc/design.md,
+	 * section 12, kernel groups): tasks of one codelet submitted with
+	 * these modes, none conflicting with another, run after the phases
+	 * before it. */
+	struct KernelPhase {
+		const struct starpu_codelet *codelet;
+		std::vector<enum starpu_data_access_mode> modes;
+		double predicted_us = 0.0; /* over its members with a prediction */
+		std::size_t members = 0;
+	};
+	/* Whether phase holds tasks of task's codelet and modes. */
+	static bool phase_takes(const KernelPhase &phase, const struct starpu_task *task);
 	struct Group {
 		GroupMembers members;
 		unsigned sched_ctx = 0;
@@ -225,13 +237,22 @@ private:
 		/* The handles its members reduce (STARPU_REDUX): no member
 		 * accesses them otherwise (fits_reductions()). */
 		std::vector<starpu_data_handle_t> reduced_handles;
-		/* A group of a codelet with a batched implementation holds only
-		 * tasks of that codelet submitted with these modes, which its
-		 * merged task runs in one call (fits_kernel()); null for
-		 * others. */
-		const struct starpu_codelet *kernel_codelet = nullptr;
-		std::vector<enum starpu_data_access_mode> kernel_modes;
+		/* A kernel group holds only tasks of codelets with a batched
+		 * implementation, run in phases (KernelPhase): member m is in
+		 * phase member_phase[m].  Both empty for other groups. */
+		std::vector<KernelPhase> phases;
+		std::vector<unsigned> member_phase;
+		bool is_kernel_group() const { return !phases.empty(); }
 	};
+	/* The phase of kernel group group that task (with a batched
+	 * implementation; accesses, predicted_us) may join: the first of its
+	 * codelet and modes after every phase holding a member it conflicts
+	 * with, or a new one (phases.size()); -1 when there is none, or when
+	 * must_be_light and task depends on a member without being light next
+	 * to it.  holds_conflict: some member may conflict with task (else
+	 * none is looked at).  mutex_ held. */
+	long kernel_phase_for(const Group &group, const struct starpu_task *task, const std::vector<Access<starpu_data_handle_t>> &accesses,
+			      double predicted_us, bool holds_conflict, bool must_be_light) const;
 
 	/* Whether task may be deferred (no lock; reads the task and its
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
@@ -276,6 +297,7 @@ private:
 	 * when it has a batched implementation (batched_kernel), of codelets
 	 * without one otherwise.  mutex_ held. */
 	bool fits_kernel(const Group &group, const struct starpu_task *task, bool batched_kernel) const;
+
 	void note_reduced_handles(Group &group, const struct starpu_task *task);
 	/* The highest group holding an access that conflicts with one of
 	 * task's accesses other than its reductions.  mutex_ held. */

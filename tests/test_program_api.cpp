@@ -1601,6 +1601,102 @@ void api_kernel_group_takes_no_dependent_task(void **)
 	finish();
 }
 
+/* A light task consuming a kernel group member's output (a bias added to a
+ * convolution's output), both codelets with a batched implementation, runs
+ * in the producer's merged task, in a later phase (doc/design.md section 12,
+ * kernel groups): one merged task and one access per output instead of two.
+ * Before, each consumer went to a group of its own codelet, a second merged
+ * task per group.  The batched calls note the StarPU task they run in. */
+const int kProducedPairs = 8;
+Variable produced_pairs[kProducedPairs];
+struct starpu_task *producing_task[kProducedPairs], *consuming_task[kProducedPairs];
+int pair_of(void *buffer)
+{
+	for (int i = 0; i < kProducedPairs; i++)
+		if (&value_of(buffer) == &produced_pairs[i].value)
+			return i;
+	return -1;
+}
+void produce_five_batch(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	for (unsigned t = 0; t < ntasks; t++) {
+		value_of(task_buffers[t][0]) = 5;
+		if (int i = pair_of(task_buffers[t][0]); i >= 0)
+			producing_task[i] = starpu_task_get_current();
+	}
+}
+void add_one_batch(unsigned ntasks, void **task_buffers[], void *[], void *)
+{
+	for (unsigned t = 0; t < ntasks; t++) {
+		value_of(task_buffers[t][0]) += 1;
+		if (int i = pair_of(task_buffers[t][0]); i >= 0)
+			consuming_task[i] = starpu_task_get_current();
+	}
+}
+double heavier_cost(struct starpu_task *, unsigned) { return 20.0; }
+double lighter_cost(struct starpu_task *, unsigned) { return 2.0; }
+struct starpu_perfmodel heavier_model = make_cost_model(heavier_cost, "api_heavier_model");
+struct starpu_perfmodel lighter_model = make_cost_model(lighter_cost, "api_lighter_model");
+struct starpu_codelet heavy_producer_cl = make_test_codelet(produce_one, "heavy_producer", {STARPU_W}, &heavier_model);
+struct starpu_codelet light_consumer_cl = make_test_codelet(add_one, "light_consumer", {STARPU_RW}, &lighter_model);
+
+/* Runs kProducedPairs producer and consumer pairs while the one worker is
+ * busy; returns how many consumers ran in their producer's StarPU task. */
+int consumers_in_their_producers_task(struct starpu_codelet *consumer_cl)
+{
+	register_batched(&heavy_producer_cl, produce_five_batch);
+	register_batched(consumer_cl, add_one_batch);
+	/* StarPU loads a codelet's model with its first task (never deferred). */
+	Variable warm_up;
+	warm_up.reg(0);
+	assert_int_equal(submit_on(&heavy_producer_cl, warm_up.handle), 0);
+	assert_int_equal(submit_on(consumer_cl, warm_up.handle), 0);
+	starpu_task_wait_for_all();
+	for (Variable &pair : produced_pairs)
+		pair.reg(0);
+	struct starpu_task *blocker = occupy_a_worker();
+	for (Variable &pair : produced_pairs) {
+		assert_int_equal(submit_on(&heavy_producer_cl, pair.handle), 0);
+		assert_int_equal(submit_on(consumer_cl, pair.handle), 0);
+	}
+	unblock(blocker);
+	starpu_task_wait_for_all();
+	starpu_data_unregister(warm_up.handle);
+	for (Variable &pair : produced_pairs)
+		starpu_data_unregister(pair.handle);
+	assert_int_equal(starpu_fusing_unregister_batched(&heavy_producer_cl), 0);
+	assert_int_equal(starpu_fusing_unregister_batched(consumer_cl), 0);
+	int together = 0;
+	for (int i = 0; i < kProducedPairs; i++) {
+		assert_int_equal(produced_pairs[i].value, 6);
+		together += consuming_task[i] == producing_task[i];
+	}
+	return together;
+}
+
+void api_light_consumer_runs_in_its_producers_merged_task(void **)
+{
+	start("api_light_consumer_runs_in_its_producers_merged_task", 1);
+	const int together = consumers_in_their_producers_task(&light_consumer_cl);
+	if (!native && strcmp(getenv("STARPU_FUSING_MODE"), "ready") != 0)
+		assert_int_equal(together, kProducedPairs);
+	finish();
+}
+
+/* A consumer as long as its producer (the next step of a stencil) joins the
+ * producer's group only while that group is small (unless
+ * STARPU_FUSING_HOLD=always): its later ones run apart. */
+struct starpu_codelet heavy_consumer_cl = make_test_codelet(add_one, "heavy_consumer", {STARPU_RW}, &heavier_model);
+
+void api_heavy_consumer_runs_apart_from_its_producer(void **)
+{
+	start("api_heavy_consumer_runs_apart_from_its_producer", 1);
+	const int together = consumers_in_their_producers_task(&heavy_consumer_cl);
+	if (!native && strcmp(getenv("STARPU_FUSING_MODE"), "ready") != 0 && !getenv("STARPU_FUSING_HOLD"))
+		assert_true(together < kProducedPairs);
+	finish();
+}
+
 /* A generation of tasks that each depend on a group still in the window (the
  * next step of a stencil: each task writes a cell the previous step read)
  * is spread over one group per CPU worker (doc/design.md section 12,
@@ -2014,6 +2110,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_consumers_of_a_kernel_group_share_groups),
 		cmocka_unit_test(api_idle_worker_runs_the_batched_implementation),
 		cmocka_unit_test(api_kernel_group_takes_no_dependent_task),
+		cmocka_unit_test(api_light_consumer_runs_in_its_producers_merged_task),
+		cmocka_unit_test(api_heavy_consumer_runs_apart_from_its_producer),
 		cmocka_unit_test(api_stencil_steps_spread_over_workers),
 		cmocka_unit_test(api_tasks_predicted_by_a_model_are_deferred),
 		cmocka_unit_test(api_reductions_following_an_open_group_share_one),
