@@ -100,7 +100,7 @@ public:
 	void request_flush();
 	bool holds_tasks() const
 	{
-		return deferred_.load(std::memory_order_relaxed) != 0 || calls_waiting_.load(std::memory_order_relaxed) != 0;
+		return deferred_.load(std::memory_order_seq_cst) != 0 || calls_waiting_.load(std::memory_order_seq_cst) != 0;
 	}
 
 	/* Tasks touching handle are never deferred from now on: data
@@ -444,6 +444,9 @@ private:
 	std::condition_variable closer_wakeup_;
 	bool closer_stop_ = false;                 /* guarded by closer_mutex_ */
 	std::atomic<bool> flush_requested_{false};
+	/* The closer will look at the window within STARPU_FUSING_MAX_DELAY
+	 * without being woken (close_periodically). */
+	std::atomic<bool> closer_watching_{false};
 	std::thread closer_; /* last: started once everything above exists */
 };
 

@@ -1697,6 +1697,51 @@ void api_heavy_consumer_runs_apart_from_its_producer(void **)
 	finish();
 }
 
+/* With the only worker busy and the program making no StarPU call, the
+ * window hands a deferred task over STARPU_FUSING_MAX_DELAY after its group
+ * opened, by itself: the blocker occupying the worker waits for the task's
+ * prologue, which StarPU runs when it gets the merged task.  The second
+ * round defers its task right after the first one's hand-over, while the
+ * closer may still be watching the window without being woken for it
+ * (SubmissionWindow::close_periodically); a closer that neither watched
+ * nor was woken would leave the program spinning until the watchdog. */
+void release_the_blocker(void *)
+{
+	release_blocker = true;
+}
+
+void api_window_hands_over_after_max_delay(void **)
+{
+	setenv("STARPU_FUSING_MAX_DELAY", "2ms", 1);
+	start("api_window_hands_over_after_max_delay", 1);
+	/* StarPU loads the codelet's model with its first task (never deferred). */
+	Variable warm_up;
+	warm_up.reg(0);
+	assert_int_equal(submit_on(&heavy_producer_cl, warm_up.handle), 0);
+	starpu_task_wait_for_all();
+	Variable values[2];
+	for (Variable &value : values) {
+		value.reg(0);
+		struct starpu_task *blocker = occupy_a_worker();
+		struct starpu_task *task = starpu_task_create();
+		task->cl = &heavy_producer_cl;
+		task->handles[0] = value.handle;
+		task->prologue_callback_func = release_the_blocker;
+		assert_int_equal(starpu_task_submit(task), 0);
+		while (!release_blocker)
+			sched_yield();
+		assert_int_equal(starpu_task_wait(blocker), 0);
+	}
+	starpu_task_wait_for_all();
+	starpu_data_unregister(warm_up.handle);
+	for (Variable &value : values) {
+		starpu_data_unregister(value.handle);
+		assert_int_equal(value.value, 5);
+	}
+	finish();
+	setenv("STARPU_FUSING_MAX_DELAY", "10s", 1);
+}
+
 /* A generation of tasks that each depend on a group still in the window (the
  * next step of a stencil: each task writes a cell the previous step read)
  * is spread over one group per CPU worker (doc/design.md section 12,
@@ -2112,6 +2157,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_kernel_group_takes_no_dependent_task),
 		cmocka_unit_test(api_light_consumer_runs_in_its_producers_merged_task),
 		cmocka_unit_test(api_heavy_consumer_runs_apart_from_its_producer),
+		cmocka_unit_test(api_window_hands_over_after_max_delay),
 		cmocka_unit_test(api_stencil_steps_spread_over_workers),
 		cmocka_unit_test(api_tasks_predicted_by_a_model_are_deferred),
 		cmocka_unit_test(api_reductions_following_an_open_group_share_one),
