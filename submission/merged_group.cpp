@@ -59,6 +59,11 @@ struct RunningGroup {
 	/* Whether member m uses only handles StarPU still has (no child view:
 	 * run_member's handles_registered). */
 	bool handles_registered(std::size_t m) const { return has_view.empty() || !has_view[m]; }
+	/* Runs member m's own function on buffers (member_run.h). */
+	void run_alone(std::size_t m, void **buffers) const
+	{
+		run_member(members[m], buffers, members.size(), merged_buffers_of(m), merged, handles_registered(m));
+	}
 };
 
 /* The distinct names of the members' codelets (codelet_name.h), in order,
@@ -127,7 +132,6 @@ void build_child_views(const RunningGroup &group, void *buffers[], std::vector<s
 void run_phase(RunningGroup &group, Phase &phase, std::vector<void *> &uses)
 {
 	const std::size_t count = phase.end - phase.begin;
-	const std::size_t ntasks = group.members.size();
 	const double start_us = starpu_timing_now();
 	if (phase.batched || phase.kernel) {
 		std::vector<void **> task_buffers(count);
@@ -139,19 +143,15 @@ void run_phase(RunningGroup &group, Phase &phase, std::vector<void *> &uses)
 		if (phase.batched) {
 			phase.batched->cpu_func(static_cast<unsigned>(count), task_buffers.data(), task_args.data(), phase.batched->batch_arg);
 		} else {
-			const KernelRun ran = phase.kernel->run(static_cast<unsigned>(count), task_buffers.data(), task_args.data(), [&](unsigned i) {
-				const std::size_t m = phase.begin + i;
-				run_member(group.members[m], task_buffers[i], ntasks, group.merged_buffers_of(m), group.merged,
-					   group.handles_registered(m));
-			});
+			const KernelRun ran = phase.kernel->run(static_cast<unsigned>(count), task_buffers.data(), task_args.data(),
+								[&](unsigned i) { group.run_alone(phase.begin + i, task_buffers[i]); });
 			for (unsigned i : ran.tasks)
 				if (starpu_profiles(group.members[phase.begin + i]))
 					record_in_starpu_profiling(group.members[phase.begin + i], ran.start_us, ran.end_us);
 		}
 	} else {
 		for (std::size_t m = phase.begin; m < phase.end; m++)
-			run_member(group.members[m], uses.data() + group.first_use[m], ntasks, group.merged_buffers_of(m), group.merged,
-				   group.handles_registered(m));
+			group.run_alone(m, uses.data() + group.first_use[m]);
 	}
 	const double end_us = starpu_timing_now();
 	phase.exec_us = end_us - start_us;
@@ -179,14 +179,12 @@ void run_group(void *buffers[], void *arg)
 			run_phase(*group, phase, uses);
 	} else if (group->one_codelet) {
 		for (std::size_t i = 0; i < ntasks; i++)
-			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
-				   group->handles_registered(i));
+			group->run_alone(i, uses.data() + group->first_use[i]);
 	} else {
 		/* Several codelets: each member's time goes to its own codelet. */
 		for (std::size_t i = 0; i < ntasks; i++) {
 			const double member_start_us = starpu_timing_now();
-			run_member(group->members[i], uses.data() + group->first_use[i], ntasks, group->merged_buffers_of(i), group->merged,
-				   group->handles_registered(i));
+			group->run_alone(i, uses.data() + group->first_use[i]);
 			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
 		}
 	}
@@ -354,7 +352,7 @@ void fetch_only_what_members_read_first(const GroupMembers &members, const std::
  * kernel pack may bind only with tasks of the same modes
  * (SubmissionWindow::fits_kernel): a phase's first member's modes are
  * every member's. */
-std::vector<Phase> batched_phases(const GroupMembers &members, const GroupReports &reports)
+std::vector<Phase> batched_phases(const GroupMembers &members, bool one_codelet, const GroupReports &reports)
 {
 	std::vector<Phase> phases;
 	auto phase_of = [&](std::size_t begin, std::size_t end) {
@@ -369,13 +367,7 @@ std::vector<Phase> batched_phases(const GroupMembers &members, const GroupReport
 	const std::vector<unsigned> &starts = members.phase_starts;
 	for (std::size_t p = 0; p < starts.size(); p++)
 		phases.push_back(phase_of(starts[p], p + 1 < starts.size() ? starts[p + 1] : members.tasks.size()));
-	if (!starts.empty())
-		return phases;
-	const struct starpu_codelet *cl = members.tasks.front()->cl;
-	for (const struct starpu_task *member : members.tasks)
-		if (member->cl != cl)
-			return phases;
-	if (cl->nbuffers == STARPU_VARIABLE_NBUFFERS)
+	if (!starts.empty() || !one_codelet || members.tasks.front()->cl->nbuffers == STARPU_VARIABLE_NBUFFERS)
 		return phases;
 	Phase all = phase_of(0, members.tasks.size());
 	if (all.batched || all.kernel)
@@ -395,9 +387,12 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 {
 	auto merged = merge_buffers(members.use_handles, members.use_modes);
 	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
-	std::vector<Phase> phases = batched_phases(members, reports);
+	const struct starpu_codelet *first_cl = members.tasks.front()->cl;
+	const bool one_codelet = std::all_of(members.tasks.begin(), members.tasks.end(),
+					     [&](const struct starpu_task *member) { return member->cl == first_cl; });
+	std::vector<Phase> phases = batched_phases(members, one_codelet, reports);
 	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
-					       std::move(members.view_of_use), std::move(members.views), {}, true, std::move(phases), reports,
+					       std::move(members.view_of_use), std::move(members.views), {}, one_codelet, std::move(phases), reports,
 					       predicted_us};
 	if (!group->views.empty()) {
 		group->has_view.assign(group->members.size(), false);
@@ -412,7 +407,6 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 	bool any_prologue = false;
 	for (struct starpu_task *member : group->members) {
 		priority = std::max(priority, member->priority);
-		group->one_codelet = group->one_codelet && member->cl == group->members.front()->cl;
 		any_prologue = any_prologue || member->prologue_callback_func;
 	}
 
