@@ -316,10 +316,17 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	};
 	/* A kernel group's phase for the task (kernel_phase_for): only a
 	 * group holding a conflicting access (the order rule's latest) has
-	 * members to look through. */
+	 * members to look through, and that look is kept for the placement
+	 * below, which asks again for the group chosen. */
+	long conflict_group_phase = -2; /* -2: not looked yet */
 	auto kernel_phase_in = [&](std::size_t g) {
 		const bool holds_conflict = latest_conflict >= 0 && static_cast<std::size_t>(latest_conflict) == g;
-		return kernel_phase_for(groups_[g - first_open_], task, accesses, predicted_us, holds_conflict, !may_follow(g));
+		if (holds_conflict && conflict_group_phase != -2)
+			return conflict_group_phase;
+		const long phase = kernel_phase_for(groups_[g - first_open_], task, accesses, predicted_us, holds_conflict, !may_follow(g));
+		if (holds_conflict)
+			conflict_group_phase = phase;
+		return phase;
 	};
 	auto joinable = [&](std::size_t g) {
 		if (g < lowest || g >= first_open_ + groups_.size())

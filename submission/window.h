@@ -297,7 +297,6 @@ private:
 	 * when it has a batched implementation (batched_kernel), of codelets
 	 * without one otherwise.  mutex_ held. */
 	bool fits_kernel(const Group &group, const struct starpu_task *task, bool batched_kernel) const;
-
 	void note_reduced_handles(Group &group, const struct starpu_task *task);
 	/* The highest group holding an access that conflicts with one of
 	 * task's accesses other than its reductions.  mutex_ held. */
