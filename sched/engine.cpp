@@ -149,7 +149,7 @@ void Engine::start_submission_window()
 	SubmissionWindow::SubmissionCounter count_deferred;
 	if (config_.print_stats)
 		count_deferred = [this](struct starpu_task *task) { stats_.record_submitted(task->cl, names_.of(task->cl)); };
-	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr, &kernels_};
+	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr, nullptr, &kernels_};
 	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, batched, count_deferred, load_, reports,
 						     starpu_own_task_submit);
 	set_active_submission_window(window_.get());

@@ -12,6 +12,7 @@
 #include "core/stats.h"
 #include "kernels/kernel_binding.h"
 #include "submission/named_members.h"
+#include "submission/retired_members.h"
 
 #include <algorithm>
 #include <cmath>
@@ -245,6 +246,8 @@ void finish_group(void *arg)
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
 	if (group->reports.stats)
 		record_in_statistics(*group);
+	/* The members StarPU would destroy now, in place of the members. */
+	std::size_t retired = 0;
 	for (std::size_t m = 0; m < group->members.size(); m++) {
 		struct starpu_task *member = group->members[m];
 		/* Read first: a kept member's callback may submit it again. */
@@ -257,14 +260,20 @@ void finish_group(void *arg)
 		}
 		/* Deferred tasks are detached (window.cpp): with destroy = 1
 		 * StarPU would free them now.  starpu_task_destroy refuses
-		 * such a task, so the flag goes first; the task is not the
-		 * current one here, so it is freed at once.  A kept task stays
+		 * such a task, so the flag goes first; the task is not anyone's
+		 * current one then, so it is freed at once.  A kept task stays
 		 * the program's, named by the merged task (named_members.h). */
 		if (destroy) {
 			member->destroy = 0;
-			starpu_task_destroy(member);
+			group->members[retired++] = member;
 		}
 	}
+	group->members.resize(retired);
+	/* Freed by the program's thread (retired_members.h), or here when
+	 * too many wait already. */
+	if (!group->reports.retired->hand_over(group->members))
+		for (struct starpu_task *member : group->members)
+			starpu_task_destroy(member);
 	group->reports.running_groups->fetch_sub(1, std::memory_order_release);
 	delete group;
 }

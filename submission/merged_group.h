@@ -17,8 +17,9 @@
  *    kernel pack entry bound to the codelet (kernels/kernel_binding.h),
  *    phase after phase;
  *  - the callback: the worker, after StarPU released the merged task's
- *    data: each member's callback in order, then the member is destroyed
- *    as StarPU would have destroyed it (destroy = 1).
+ *    data: each member's callback in order; the members StarPU would
+ *    destroy (destroy = 1) are handed to the program's thread to free
+ *    (retired_members.h).
  * While a member's function, prologue or callback runs,
  * starpu_task_get_current() answers with the member, and the merged task
  * stands for it in dependencies declared on it (current_member.h). */
@@ -37,6 +38,7 @@ class BatchTrace;
 class CodeletObservations;
 class KernelBindings;
 class NamedMembers;
+class RetiredMembers;
 class Statistics;
 
 struct GroupReports {
@@ -45,6 +47,7 @@ struct GroupReports {
 	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
 	NamedMembers *names;                       /* the window's */
 	std::atomic<std::size_t> *running_groups; /* the window's: submitted, callback not ended */
+	RetiredMembers *retired;                  /* the window's: ended members to free */
 	KernelBindings *kernels; /* the kernel pack's bindings (none bind with STARPU_FUSING_KERNELS=off) */
 };
 

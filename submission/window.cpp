@@ -92,6 +92,7 @@ SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Pred
 {
 	reports_.names = &names_;
 	reports_.running_groups = &running_groups_;
+	reports_.retired = &retired_;
 	order_.set_parent_of([this](const starpu_data_handle_t &handle, starpu_data_handle_t &parent) {
 		return any_tree_.load(std::memory_order_relaxed) && trees_.parent_of(handle, parent);
 	});
@@ -210,6 +211,7 @@ void SubmissionWindow::exclude_from_deferral(starpu_data_handle_t handle)
 
 int SubmissionWindow::submit(struct starpu_task *task)
 {
+	retired_.free_waiting();
 	names_.forget(task); /* a kept task submitted again */
 	unsigned ctx = 0;
 	double predicted_us = NAN;
@@ -1158,6 +1160,7 @@ void SubmissionWindow::begin_wait()
 void SubmissionWindow::end_wait()
 {
 	waiting_threads_.fetch_sub(1, std::memory_order_relaxed);
+	retired_.free_waiting();
 }
 
 void SubmissionWindow::request_flush()

@@ -26,6 +26,7 @@
 #include "submission/window_order.h"
 #include "submission/held_data.h"
 #include "submission/named_members.h"
+#include "submission/retired_members.h"
 #include "submission/merged_group.h"
 #include "submission/partition_trees.h"
 
@@ -70,7 +71,8 @@ public:
 	using Predictor = std::function<double(struct starpu_task *)>;
 	using SubmissionCounter = std::function<void(struct starpu_task *)>;
 
-	/* reports.names and reports.running_groups are the window's own. */
+	/* reports.names, reports.running_groups and reports.retired are the
+	 * window's own. */
 	SubmissionWindow(const Limits &limits, Selector selected, Predictor predict, Selector has_batched_kernel,
 			 SubmissionCounter count_deferred,
 			 const ContextLoad &load, const GroupReports &reports, SubmitFunction real_submit);
@@ -350,7 +352,7 @@ private:
 	const Selector has_batched_kernel_;
 	const SubmissionCounter count_deferred_;
 	const ContextLoad &load_;
-	GroupReports reports_; /* names points at names_, running_groups at running_groups_ */
+	GroupReports reports_; /* names, running_groups, retired point at the members below */
 	const SubmitFunction real_submit_;
 	/* Chains fill one group each: a window holds up to this many tasks
 	 * before it is flushed whole. */
@@ -405,6 +407,9 @@ private:
 	NamedMembers names_;
 	HeldData held_;
 	std::atomic<std::size_t> running_groups_{0};
+	/* Ended members StarPU would have destroyed; freed in submit() and
+	 * end_wait(), by the thread that calls them (retired_members.h). */
+	RetiredMembers retired_;
 
 	std::atomic<std::uint64_t> tasks_deferred_{0};
 	std::atomic<std::uint64_t> groups_submitted_{0};

@@ -17,6 +17,7 @@
 
 #include <starpu.h>
 
+#include <malloc.h>
 #include <sched.h>
 #include <pthread.h>
 #include <time.h>
@@ -1742,6 +1743,73 @@ void api_window_hands_over_after_max_delay(void **)
 	setenv("STARPU_FUSING_MAX_DELAY", "10s", 1);
 }
 
+/* Deferred tasks that StarPU would destroy are freed by the program's thread
+ * (submission/retired_members.h): they must not outlive what the program
+ * could see.  Every task carries a cl_arg StarPU frees with it
+ * (cl_arg_free).  They all end after the program's last submission (the
+ * only worker is held meanwhile): at most RetiredMembers::kMostWaiting of
+ * them may still be allocated once StarPU counts none, and none once a wait
+ * for all tasks returns.  Measured as the heap in use (mallinfo2; zero
+ * under ASan and valgrind, whose allocators it does not see). */
+const int kRetiredTasks = 12000;
+const std::size_t kRetiredArgBytes = 4096;
+std::atomic<unsigned> largest_retired_group{0};
+void add_one_to_retire(void **buffers, void *)
+{
+	value_of(buffers[0]) += 1;
+	note_group_size(largest_retired_group);
+}
+struct starpu_codelet add_one_to_retire_cl = codelet(add_one_to_retire, 1, "add_one_to_retire");
+
+double heap_in_use_mb()
+{
+	const struct mallinfo2 info = mallinfo2();
+	return double(info.uordblks + info.hblkhd) / (1024.0 * 1024.0);
+}
+
+void api_ended_members_are_freed_by_the_next_wait(void **)
+{
+	start("api_ended_members_are_freed_by_the_next_wait", 1);
+	largest_retired_group = 0;
+	Variable values[16];
+	for (Variable &value : values)
+		value.reg(0);
+	assert_int_equal(submit_on(&add_one_to_retire_cl, values[0].handle), 0);
+	starpu_task_wait_for_all();
+	const double before_mb = heap_in_use_mb();
+	struct starpu_task *blocker = occupy_a_worker();
+	for (int t = 0; t < kRetiredTasks; t++) {
+		struct starpu_task *task = starpu_task_create();
+		task->cl = &add_one_to_retire_cl;
+		task->handles[0] = values[t % 16].handle;
+		task->cl_arg = std::calloc(1, kRetiredArgBytes);
+		task->cl_arg_size = kRetiredArgBytes;
+		task->cl_arg_free = 1;
+		assert_int_equal(starpu_task_submit(task), 0);
+	}
+	const double all_args_mb = double(kRetiredTasks) * double(kRetiredArgBytes) / (1024.0 * 1024.0);
+	release_blocker = true;
+	while (starpu_task_nsubmitted() != 0)
+		sched_yield();
+	const double ended_mb = heap_in_use_mb() - before_mb;
+	starpu_task_wait_for_all();
+	const double waited_mb = heap_in_use_mb() - before_mb;
+	assert_int_equal(starpu_task_wait(blocker), 0);
+	std::fprintf(stderr, "tasks' arguments %.1f MiB; heap grown by %.1f MiB once all ended, %.1f after the wait\n",
+		     all_args_mb, ended_mb, waited_mb);
+	assert_true(ended_mb < 0.6 * all_args_mb);
+	assert_true(waited_mb < 0.1 * all_args_mb);
+	long total = 1;
+	for (Variable &value : values) {
+		starpu_data_unregister(value.handle);
+		total += value.value;
+	}
+	assert_int_equal(total, kRetiredTasks + 2);
+	if (!native && strcmp(getenv("STARPU_FUSING_MODE"), "ready") != 0)
+		assert_true(largest_retired_group.load() > 1);
+	finish();
+}
+
 /* A generation of tasks that each depend on a group still in the window (the
  * next step of a stencil: each task writes a cell the previous step read)
  * is spread over one group per CPU worker (doc/design.md section 12,
@@ -2158,6 +2226,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_light_consumer_runs_in_its_producers_merged_task),
 		cmocka_unit_test(api_heavy_consumer_runs_apart_from_its_producer),
 		cmocka_unit_test(api_window_hands_over_after_max_delay),
+		cmocka_unit_test(api_ended_members_are_freed_by_the_next_wait),
 		cmocka_unit_test(api_stencil_steps_spread_over_workers),
 		cmocka_unit_test(api_tasks_predicted_by_a_model_are_deferred),
 		cmocka_unit_test(api_reductions_following_an_open_group_share_one),
