@@ -18,7 +18,11 @@ namespace fusing {
 struct Config {
 	bool fusion_enabled = true;           /* STARPU_FUSING */
 	std::string base_policy = "lws";      /* STARPU_FUSING_BASE (StarPU's own default) */
-	unsigned max_batch_tasks = 64;        /* STARPU_FUSING_MAX_BATCH */
+	/* STARPU_FUSING_MAX_BATCH.  128 rather than 64: the convolution's kernel
+	 * groups at 2,304 px were capped at 64 tasks of ~5 us, and each group
+	 * costs the program's thread one merged submission (doc/performance.md,
+	 * the reports of 8c7a0c9). */
+	unsigned max_batch_tasks = 128;
 	unsigned min_batch_tasks = 2;         /* STARPU_FUSING_MIN_BATCH */
 	double target_us = 100000.0;          /* STARPU_FUSING_TARGET: predicted work per batch */
 	double max_generic_task_us = 500.0;   /* STARPU_FUSING_MAX_TASK: longer tasks fuse only with a batched kernel */

@@ -25,7 +25,7 @@ static void config_defaults_when_unset(void **)
 	assert_true(r.error.empty());
 	assert_true(r.config.fusion_enabled);
 	assert_string_equal(r.config.base_policy.c_str(), "lws");
-	assert_int_equal(r.config.max_batch_tasks, 64);
+	assert_int_equal(r.config.max_batch_tasks, 128);
 	assert_true(r.config.max_delay_us == 1000.0);
 	assert_true(r.config.max_generic_task_us == 500.0);
 	assert_int_equal(r.config.cache_cap_level, 0);
@@ -37,7 +37,7 @@ static void config_defaults_when_unset(void **)
 static void config_reads_every_variable(void **)
 {
 	ConfigResult r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_BASE", "eager"},
-					   {"STARPU_FUSING_MAX_BATCH", "128"}, {"STARPU_FUSING_MAX_DELAY", "250us"}, {"STARPU_FUSING_MAX_TASK", "2ms"},
+					   {"STARPU_FUSING_MAX_BATCH", "100"}, {"STARPU_FUSING_MAX_DELAY", "250us"}, {"STARPU_FUSING_MAX_TASK", "2ms"},
 					   {"STARPU_FUSING_CACHE_CAP", "l3"},
 					   {"STARPU_FUSING_STATS", "1"}, {"STARPU_FUSING_HOLD", "always"},
 					   {"STARPU_FUSING_TRACE", "batches.csv"}, {"STARPU_FUSING_PLAN_ELISION", "off"},
@@ -47,7 +47,7 @@ static void config_reads_every_variable(void **)
 	assert_false(r.config.idle_workers_sleep);
 	assert_false(r.config.fusion_enabled);
 	assert_string_equal(r.config.base_policy.c_str(), "eager");
-	assert_int_equal(r.config.max_batch_tasks, 128);
+	assert_int_equal(r.config.max_batch_tasks, 100);
 	assert_true(r.config.max_delay_us == 250.0);
 	assert_true(r.config.max_generic_task_us == 2000.0);
 	assert_int_equal(r.config.cache_cap_level, 3);
@@ -114,7 +114,7 @@ static void config_rejects_malformed_values(void **)
 	expect_error("STARPU_FUSING_CACHE_CAP", "L2", "off, l2 or l3");
 	expect_error("STARPU_FUSING_TARGET", "fast", "from 1us to 100s");
 	expect_error("STARPU_FUSING_TARGET", "200s", "from 1us to 100s");
-	expect_error("STARPU_FUSING_MIN_BATCH", "0", "from 1 to STARPU_FUSING_MAX_BATCH (64)");
+	expect_error("STARPU_FUSING_MIN_BATCH", "0", "from 1 to STARPU_FUSING_MAX_BATCH (128)");
 	expect_error("STARPU_FUSING_ONLY", "conv, add", "comma-separated codelet names");
 	expect_error("STARPU_FUSING_EXCLUDE", "conv,", "comma-separated codelet names");
 	expect_error("STARPU_FUSING_KERNELS", "", "auto (every kernel pack entry), off, or comma-separated entry names");
