@@ -246,7 +246,9 @@ void finish_group(void *arg)
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
 	if (group->reports.stats)
 		record_in_statistics(*group);
-	/* The members StarPU would destroy now, in place of the members. */
+	/* The first `retired` entries of group->members become the members
+	 * StarPU would destroy now (rewritten in place: an entry is replaced
+	 * only once the loop has passed it). */
 	std::size_t retired = 0;
 	for (std::size_t m = 0; m < group->members.size(); m++) {
 		struct starpu_task *member = group->members[m];
@@ -269,8 +271,8 @@ void finish_group(void *arg)
 		}
 	}
 	group->members.resize(retired);
-	/* Freed by the program's thread (retired_members.h), or here when
-	 * too many wait already. */
+	/* Freed by the next thread that submits a task or ends a wait, usually
+	 * the program's (retired_members.h), or here when too many wait. */
 	if (!group->reports.retired->hand_over(group->members))
 		for (struct starpu_task *member : group->members)
 			starpu_task_destroy(member);
