@@ -18,8 +18,8 @@
  *    phase after phase;
  *  - the callback: the worker, after StarPU released the merged task's
  *    data: each member's callback in order; the members StarPU would
- *    destroy (destroy = 1) are handed to the program's thread to free
- *    (retired_members.h).
+ *    destroy (destroy = 1) are handed to the window, and freed by the next
+ *    thread that submits a task or ends a wait (retired_members.h).
  * While a member's function, prologue or callback runs,
  * starpu_task_get_current() answers with the member, and the merged task
  * stands for it in dependencies declared on it (current_member.h). */
