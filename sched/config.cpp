@@ -201,6 +201,7 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			 "ready (batch ready tasks), submission (merge tasks at starpu_task_submit) or both", &config.mode,
 			 result.error))
 		return result;
+	config.mode_set = lookup("STARPU_FUSING_MODE").has_value();
 
 	for (const std::string &name : config.only_codelets)
 		for (const std::string &excluded : config.exclude_codelets)

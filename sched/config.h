@@ -55,9 +55,13 @@ struct Config {
 	 * submission: tasks are deferred at starpu_task_submit and merged
 	 * before StarPU sees them (needs the library preloaded);
 	 * both: submission-time fusion, and ready-time fusion of what it did
-	 * not defer.  The default is ready: both loses on narrow graphs
-	 * (doc/performance.md). */
-	enum class Mode { ready, submission, both } mode = Mode::ready;
+	 * not defer.  Unset, the mode is both where the program's submissions
+	 * reach this library (preloaded: starpu-fusing-run, LD_PRELOAD) and
+	 * ready elsewhere (Engine::start_submission_window); set, a mode
+	 * that cannot work stops the program.  Issue #22's targets decided
+	 * the default (doc/performance.md). */
+	enum class Mode { ready, submission, both } mode = Mode::both;
+	bool mode_set = false; /* STARPU_FUSING_MODE was given */
 };
 
 /* Returns the value of an environment variable, or nullopt when unset. */

@@ -129,6 +129,12 @@ void Engine::start_submission_window()
 {
 	if (config_.mode == Config::Mode::ready)
 		return;
+	/* The default asks for submission-time fusion only where the program's
+	 * submissions reach it: an unpreloaded program (STARPU_SCHED_LIB alone
+	 * on 1.4, libstarpu linked first) runs ready-time fusion, as it did
+	 * before both became the default; STARPU_FUSING_STATS says which. */
+	if (!config_.mode_set && !submissions_reach_this_library())
+		return;
 	if (!submissions_reach_this_library()) {
 		std::fprintf(stderr, "starpu-fusing: STARPU_FUSING_MODE=%s needs the program's starpu_task_submit calls, "
 			     "but libstarpu comes before libstarpu-fusing: preload it (LD_PRELOAD, or run the program "
@@ -408,6 +414,13 @@ void Engine::print_unpartitions_not_elided(FILE *stream) const
 
 void Engine::print_statistics(FILE *stream) const
 {
+	if (window_)
+		std::fprintf(stream, "[starpu-fusing] mode: %s\n", config_.mode == Config::Mode::both ? "both" : "submission");
+	else if (config_.mode == Config::Mode::ready)
+		std::fprintf(stream, "[starpu-fusing] mode: ready\n");
+	else
+		std::fprintf(stream, "[starpu-fusing] mode: ready (the default, both, needs the program's starpu_task_submit "
+			     "calls: run it with starpu-fusing-run or LD_PRELOAD)\n");
 	stats_.print(stream);
 	kernels_.print(stream);
 	if (window_)

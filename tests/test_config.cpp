@@ -138,7 +138,9 @@ static void config_reads_the_kernel_pack_selection(void **)
 
 static void config_reads_the_fusion_mode(void **)
 {
-	assert_true(parse_config(env({})).config.mode == Config::Mode::ready);
+	assert_true(parse_config(env({})).config.mode == Config::Mode::both);
+	assert_false(parse_config(env({})).config.mode_set);
+	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "both"}})).config.mode_set);
 	assert_true(parse_config(env({})).config.elide_plans);
 	assert_true(parse_config(env({})).config.idle_workers_sleep);
 	assert_true(parse_config(env({{"STARPU_FUSING_MODE", "ready"}})).config.mode == Config::Mode::ready);
