@@ -50,7 +50,7 @@ END { for (i = 1; i <= n; i++) printf "| %s | %s | %s |\n", order[i], summary(va
 
 echo
 echo "Convolution layer at granularity 1 (one conv2d and one bias add per sample and filter), seconds;"
-echo "fusing: its default mode (ready), fusing-both: submission-time fusion too:"
+echo "fusing: ready-time fusion alone (STARPU_FUSING_MODE=ready), fusing-both: the default (both):"
 echo
 echo "| image (px) | best built-in | fusing, generic | fusing + batched | fusing-both, generic | fusing-both + batched | best hand-coarsened | gain recovered (fusing + batched) | gain recovered (fusing-both + batched) |"
 echo "|---|---|---|---|---|---|---|---|---|"

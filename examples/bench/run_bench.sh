@@ -41,7 +41,8 @@ bench=${TASK_SIZE_BENCH:-examples/task_size/task_size_bench}
 examples_dir=${STARPU_EXAMPLES_DIR:-/usr/lib/x86_64-linux-gnu/starpu/examples}
 mkdir -p "$out"
 # label, STARPU_SCHED, STARPU_FUSING_BASE and STARPU_FUSING_MODE (read by
-# fusing only): fusing runs in its default mode (ready) and in both.
+# fusing only): fusing runs ready-time fusion alone (ready), fusing-both the
+# default mode (both), fusing-dmda ready over dmda.
 policies=$(cat "$here/policies")
 workers=$(nproc)
 
@@ -281,7 +282,9 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 	echo "# starpu-fusing performance report"
 	echo
 	echo "Command: \`$0 -$mode\` ($minutes min). Every figure below was measured in this run, all policies"
-	echo "interleaved so that they share the machine's state."
+	echo "interleaved so that they share the machine's state. Policies: \`fusing-both\` is fusing's default"
+	echo "(STARPU_FUSING_MODE=both, the library preloaded), \`fusing\` ready-time fusion alone"
+	echo "(STARPU_FUSING_MODE=ready), \`fusing-dmda\` ready over dmda; each over lws unless named."
 	echo
 	cat "$out/machine.md"
 	echo

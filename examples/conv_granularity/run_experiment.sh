@@ -42,7 +42,7 @@ configs="48 1024 8
 512 16 8
 775 16 4"
 # label, policy, batched kernels, granularity, STARPU_FUSING_MODE (fusing only:
-# its default, ready, and both: submission-time fusion too)
+# ready, and both: the default, submission-time fusion too)
 settings="eager eager 0 1 ready
 lws lws 0 1 ready
 dmda dmda 0 1 ready

@@ -80,14 +80,14 @@ if command -v valgrind >/dev/null; then
 		set -- $case
 		shape=$1 chains=$2; shift 2
 		eager=$(per_task "$shape" "$chains" STARPU_SCHED=eager)
-		ready=$(per_task "$shape" "$chains" STARPU_SCHED=fusing)
+		ready=$(per_task "$shape" "$chains" STARPU_SCHED=fusing STARPU_FUSING_MODE=ready)
 		both=$(per_task "$shape" "$chains" STARPU_SCHED=fusing STARPU_FUSING_MODE=both)
 		scaled=$(per_task "$shape" "$chains" STARPU_SCHED=fusing STARPU_FUSING_MODE=both STARPU_FUSING_HOLD=always STARPU_FUSING_MAX_DELAY=50ms)
-		echo "$*: eager alone $eager; fusing (ready, the default) $ready, $(ratio "$ready" "$eager") x;" \
-			"fusing (both) $both, $(ratio "$both" "$eager") x; fusing (both, time limits scaled to valgrind) $scaled, $(ratio "$scaled" "$eager") x"
+		echo "$*: eager alone $eager; fusing (ready) $ready, $(ratio "$ready" "$eager") x;" \
+			"fusing (both, the default) $both, $(ratio "$both" "$eager") x; fusing (both, time limits scaled to valgrind) $scaled, $(ratio "$scaled" "$eager") x"
 	done
 	eager=$(per_task chains 1 STARPU_SCHED=eager)
-	ready=$(per_task chains 1 STARPU_SCHED=fusing STARPU_FUSING_EXCLUDE=spin)
+	ready=$(per_task chains 1 STARPU_SCHED=fusing STARPU_FUSING_MODE=ready STARPU_FUSING_EXCLUDE=spin)
 	both=$(per_task chains 1 STARPU_SCHED=fusing STARPU_FUSING_MODE=both STARPU_FUSING_EXCLUDE=spin)
 	echo "one chain, its codelet excluded from fusion (the layer's own cost): eager $eager;" \
 		"fusing (ready) $ready, $(ratio "$ready" "$eager") x; fusing (both) $both, $(ratio "$both" "$eager") x"

@@ -24,7 +24,7 @@ if [ ! -x "$STARPU_EXAMPLES_DIR/incrementer" ]; then
 fi
 
 # Every fusable task waits for a batch, so that batches form in every DAG;
-# in the default mode an idle machine would run most of these tasks unfused.
+# with the default hold an idle machine would run most of these tasks unfused.
 hold=always
 failures=0
 programs=0
