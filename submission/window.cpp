@@ -763,8 +763,13 @@ bool SubmissionWindow::fits_trees(const Group &group, const std::vector<Access<s
 	for (const Access<starpu_data_handle_t> &access : accesses) {
 		if (!trees_.in_tree(access.handle))
 			continue;
-		for (starpu_data_handle_t held : group.tree_handles)
-			if (trees_.related(held, access.handle))
+		/* The access is an ancestor of a held handle, or a held handle
+		 * is one of its ancestors (PartitionTrees::related). */
+		if (group.tree_ancestors.count(access.handle))
+			return false;
+		starpu_data_handle_t ancestor;
+		for (starpu_data_handle_t h = access.handle; trees_.parent_of(h, ancestor); h = ancestor)
+			if (group.tree_handles.count(ancestor))
 				return false;
 	}
 	return true;
@@ -776,7 +781,17 @@ void SubmissionWindow::note_tree_handles(Group &group, const std::vector<Access<
 		return;
 	for (const Access<starpu_data_handle_t> &access : accesses)
 		if (trees_.in_tree(access.handle))
-			group.tree_handles.push_back(access.handle);
+			note_tree_handle(group, access.handle);
+}
+
+void SubmissionWindow::note_tree_handle(Group &group, starpu_data_handle_t handle) const
+{
+	if (!group.tree_handles.insert(handle).second)
+		return;
+	/* An ancestor already noted had its own ancestors noted with it. */
+	starpu_data_handle_t ancestor;
+	for (starpu_data_handle_t h = handle; trees_.parent_of(h, ancestor) && group.tree_ancestors.insert(ancestor).second; h = ancestor)
+		;
 }
 
 namespace {
@@ -996,12 +1011,15 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 		}
 		if (any_view) {
 			/* The group now holds the parent, not the children
-			 * (fits_trees). */
-			std::vector<starpu_data_handle_t> &held = group.tree_handles;
-			held.erase(std::remove_if(held.begin(), held.end(), [&](starpu_data_handle_t h) { return child_index(h) >= 0; }),
-				   held.end());
-			if (std::find(held.begin(), held.end(), parent) == held.end())
-				held.push_back(parent);
+			 * (fits_trees): the ancestors are noted again from
+			 * what it holds. */
+			std::vector<starpu_data_handle_t> held(group.tree_handles.begin(), group.tree_handles.end());
+			group.tree_handles.clear();
+			group.tree_ancestors.clear();
+			for (starpu_data_handle_t h : held)
+				if (child_index(h) < 0)
+					note_tree_handle(group, h);
+			note_tree_handle(group, parent);
 		}
 	}
 	episodes_.erase(episode);

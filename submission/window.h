@@ -233,9 +233,15 @@ private:
 		double opened_us = 0.0;    /* starpu_timing_now() when its first member came */
 		/* Partition calls StarPU gets just before the merged task. */
 		std::vector<PendingCall> calls_before;
-		/* The members' handles in partition trees: a group never holds
-		 * a handle and its ancestor (fits_trees()). */
-		std::vector<starpu_data_handle_t> tree_handles;
+		/* The members' handles in partition trees, and every strict
+		 * ancestor of those: a group never holds a handle and its
+		 * ancestor (fits_trees()).  Sets, so that a task's check costs
+		 * its own handles' depth, not the group's size times it.  A
+		 * held handle's ancestors do not change while the group is
+		 * open: cleaning or re-planning an ancestor conflicts with it
+		 * and hands the group over first. */
+		std::unordered_set<starpu_data_handle_t> tree_handles;
+		std::unordered_set<starpu_data_handle_t> tree_ancestors;
 		/* The handles its members reduce (STARPU_REDUX): no member
 		 * accesses them otherwise (fits_reductions()). */
 		std::vector<starpu_data_handle_t> reduced_handles;
@@ -289,6 +295,7 @@ private:
 	 * mutex_ held. */
 	bool fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
+	void note_tree_handle(Group &group, starpu_data_handle_t handle) const;
 	/* Whether group may take task without one handle being reduced
 	 * (STARPU_REDUX) by some of its members and accessed otherwise by
 	 * others: the merged task makes one access per handle, and a reduction
