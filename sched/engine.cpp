@@ -425,10 +425,11 @@ void Engine::print_statistics(FILE *stream) const
 	kernels_.print(stream);
 	if (window_)
 		std::fprintf(stream, "[starpu-fusing] submission-time fusion: %llu tasks deferred, merged into %llu tasks "
-			     "with %llu handles in all; %llu of %llu unpartitions elided with their partition\n",
+			     "with %llu handles in all; %llu of %llu unpartitions elided with their partition; "
+			     "%llu plans cleaned whose children StarPU never saw\n",
 			     (unsigned long long)window_->tasks_deferred(), (unsigned long long)window_->groups_submitted(),
 			     (unsigned long long)window_->handles_submitted(), (unsigned long long)window_->plans_elided(),
-			     (unsigned long long)window_->unpartitions_recorded());
+			     (unsigned long long)window_->unpartitions_recorded(), (unsigned long long)window_->plans_cleaned_unseen());
 	if (window_ && window_->unpartitions_recorded() > window_->plans_elided())
 		print_unpartitions_not_elided(stream);
 	std::fprintf(stream, "[starpu-fusing] families: %zu\n", collector_->families());

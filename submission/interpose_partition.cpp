@@ -75,6 +75,8 @@ void record(const void *caller, fusing::PartitionTrees::Call call, starpu_data_h
 {
 	fusing::SubmissionWindow *window = window_for(caller);
 	if (!window) {
+		if (fusing::SubmissionWindow *active = fusing::active_submission_window())
+			active->note_partition_outside_window(parent);
 		starpu_call(children);
 		return;
 	}

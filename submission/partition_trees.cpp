@@ -2,6 +2,8 @@
  * partition_trees.h.  Under the window's mutex_. */
 #include "submission/partition_trees.h"
 
+#include <algorithm>
+
 namespace fusing {
 
 bool PartitionTrees::parent_of(Handle handle, Handle &parent) const
@@ -40,6 +42,7 @@ void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t
 	Node &node = nodes_[parent];
 	node.plans++;
 	node.filter = std::make_shared<const struct starpu_data_filter>(filter);
+	node.children_reached_starpu = false; /* a second plan excludes the tree */
 	for (std::size_t i = 0; i < count; i++) {
 		Node &child = nodes_[children[i]];
 		child = Node{};
@@ -105,6 +108,33 @@ void PartitionTrees::clean_plan(Handle parent, const Handle *children, std::size
 		nodes_.erase(node);
 }
 
+void PartitionTrees::note_reached_starpu(Handle parent)
+{
+	auto node = nodes_.find(parent);
+	if (node != nodes_.end())
+		node->second.children_reached_starpu = true;
+}
+
+bool PartitionTrees::never_reached_starpu(Handle parent, const Handle *children, std::size_t count) const
+{
+	auto node = nodes_.find(parent);
+	if (node == nodes_.end() || node->second.excluded || node->second.children_reached_starpu || node->second.plans != 1)
+		return false;
+	const std::vector<Handle> &planned = node->second.children;
+	return planned.size() == count && std::equal(planned.begin(), planned.end(), children);
+}
+
+/* Every plan of handle's subtree. */
+void PartitionTrees::mark_reached_starpu(Handle handle)
+{
+	auto node = nodes_.find(handle);
+	if (node == nodes_.end())
+		return;
+	node->second.children_reached_starpu = true;
+	for (Handle child : node->second.children)
+		mark_reached_starpu(child);
+}
+
 void PartitionTrees::apply(Call call, Handle parent, const Handle *children, std::size_t count)
 {
 	Node &p = nodes_[parent];
@@ -153,6 +183,9 @@ bool PartitionTrees::switches_plans(Handle handle, bool writes) const
 
 void PartitionTrees::follow_switch(Handle handle, bool writes)
 {
+	/* Which plans StarPU activates is the tree's business: every plan
+	 * of the tree counts as seen (never_reached_starpu). */
+	mark_reached_starpu(root_of(handle));
 	make_ready_for(handle, nullptr, writes);
 }
 

@@ -61,6 +61,16 @@ public:
 	const std::shared_ptr<const struct starpu_data_filter> &plan_filter(Handle parent) const;
 	/* starpu_data_partition_clean: the children are unregistered. */
 	void clean_plan(Handle parent, const Handle *children, std::size_t count);
+	/* A partition call of parent's plan reached StarPU: from now on
+	 * StarPU may hold accesses to its children. */
+	void note_reached_starpu(Handle parent);
+	/* Whether these are parent's plan's children, in a followed tree,
+	 * and no partition of that plan ever reached StarPU (every one was
+	 * elided, note_reached_starpu), nor did StarPU switch plans anywhere
+	 * in the tree: no task, acquisition or switch task StarPU knows of
+	 * names a child, since each needs the child's plan active in StarPU
+	 * (automatic partitioning, which follow_switch records). */
+	bool never_reached_starpu(Handle parent, const Handle *children, std::size_t count) const;
 	/* A call the program submitted, in program order. */
 	void apply(Call call, Handle parent, const Handle *children, std::size_t count);
 	/* Whether StarPU, seeing an access to handle now (writes: W or
@@ -91,6 +101,7 @@ private:
 		bool active = false;      /* a child whose plan is active */
 		bool active_readonly = false;
 		bool excluded = false;
+		bool children_reached_starpu = false; /* of its plan: never_reached_starpu() */
 	};
 
 	Handle root_of(Handle handle) const;
@@ -98,6 +109,7 @@ private:
 	void unpartition_recursively(Handle handle);
 	void mark_excluded(Handle handle);
 	void forget_subtree(Handle handle);
+	void mark_reached_starpu(Handle handle);
 
 	std::unordered_map<Handle, Node> nodes_;
 };

@@ -5,6 +5,7 @@
 #include "core/current_member.h"
 #include "core/eligibility.h"
 #include "core/member_run.h"
+#include "core/starpu_functions.h"
 #include "core/task_interfaces.h"
 #include "submission/access_modes.h"
 #include "submission/starpu_code.h"
@@ -826,6 +827,11 @@ void SubmissionWindow::record_partition_call(PartitionTrees::Call call, starpu_d
 			return;
 	}
 	trees_.apply(call, parent, children, nparts);
+	/* Run under mutex_, as every call the window holds. */
+	starpu_call = [this, parent, call_starpu = std::move(starpu_call)] {
+		trees_.note_reached_starpu(parent);
+		call_starpu();
+	};
 	call_accesses(call, parent, nparts, children, accesses_);
 	const std::size_t position = std::max(order_.call_position(accesses_), first_open_);
 	const std::size_t opened = first_open_ + groups_.size();
@@ -1052,6 +1058,14 @@ void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_
 		flush_locked();
 	else
 		flush_through_locked(order_.latest_conflicting_group(accesses_));
+	{
+		std::lock_guard<std::mutex> outside(outside_calls_mutex_);
+		for (starpu_data_handle_t reached : partitioned_outside_)
+			trees_.note_reached_starpu(reached);
+		partitioned_outside_.clear();
+	}
+	if (change == PartitionChange::clean && trees_.never_reached_starpu(parent, children, nparts))
+		stop_following_unseen_children(children, nparts);
 	run_call(starpu_call);
 	/* A plan's children exist only now. */
 	switch (change) {
@@ -1068,6 +1082,31 @@ void SubmissionWindow::run_partition_change(PartitionChange change, starpu_data_
 			trees_.exclude_tree(parent);
 		break;
 	}
+}
+
+void SubmissionWindow::note_partition_outside_window(starpu_data_handle_t parent)
+{
+	std::lock_guard<std::mutex> outside(outside_calls_mutex_);
+	partitioned_outside_.insert(parent);
+}
+
+/* The plan's children were never seen by StarPU (every partition of the
+ * plan elided, PartitionTrees::never_reached_starpu) and nothing left in
+ * the window uses them (the clean's flush took every conflicting group):
+ * StarPU holds no access to them, so their sequential consistency has
+ * nothing to order.  Turned off, starpu_data_partition_clean unregisters
+ * each child at once instead of through an acquisition with a
+ * synchronisation task before and after it (starpu_data_unregister_submit,
+ * user_interactions.c, 1.3 and 1.4): two tasks per child saved
+ * (doc/design.md, section 12).  StarPU's definition, not the flush
+ * barrier's entry: the window is flushed already. */
+void SubmissionWindow::stop_following_unseen_children(const starpu_data_handle_t *children, unsigned nparts)
+{
+	static StarpuFunction<void (*)(starpu_data_handle_t, unsigned)> set_sequential_consistency(
+		"starpu_data_set_sequential_consistency_flag");
+	for (unsigned i = 0; i < nparts; i++)
+		set_sequential_consistency.get()(children[i], 0);
+	plans_cleaned_unseen_.fetch_add(1, std::memory_order_relaxed);
 }
 
 double SubmissionWindow::flush_overdue_locked()

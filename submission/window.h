@@ -131,6 +131,13 @@ public:
 	 * follow (after everything; their tree is no longer deferred).  A plan
 	 * passes its filter (plan_filter), which the window copies. */
 	enum class PartitionChange { plan, clean, unfollowed };
+	/* A partition call on parent went to StarPU without the window: one
+	 * StarPU makes by itself (automatic partitioning, from inside a
+	 * submission or an acquisition) or one made inside a StarPU call.
+	 * Its plan's children are StarPU's from now on (never cleaned at once,
+	 * run_partition_change).  Any thread, under StarPU's call: takes
+	 * only outside_calls_mutex_. */
+	void note_partition_outside_window(starpu_data_handle_t parent);
 	void run_partition_change(PartitionChange change, starpu_data_handle_t parent, unsigned nparts,
 				  const starpu_data_handle_t *children, const std::function<void()> &starpu_call,
 				  const struct starpu_data_filter *plan_filter = nullptr);
@@ -167,6 +174,7 @@ public:
 	std::uint64_t handles_submitted() const { return handles_submitted_.load(std::memory_order_relaxed); }
 	std::uint64_t plans_elided() const { return plans_elided_.load(std::memory_order_relaxed); }
 	std::uint64_t unpartitions_recorded() const { return unpartitions_recorded_.load(std::memory_order_relaxed); }
+	std::uint64_t plans_cleaned_unseen() const { return plans_cleaned_unseen_.load(std::memory_order_relaxed); }
 	/* Why an unpartition the program submitted was not elided with its
 	 * partition: that partition reached StarPU first, handed over by one
 	 * of these; another call came on its tree; a member using a child
@@ -296,6 +304,8 @@ private:
 	bool fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handle(Group &group, starpu_data_handle_t handle) const;
+	/* mutex_ held; the program's thread, cleaning a plan. */
+	void stop_following_unseen_children(const starpu_data_handle_t *children, unsigned nparts);
 	/* Whether group may take task without one handle being reduced
 	 * (STARPU_REDUX) by some of its members and accessed otherwise by
 	 * others: the merged task makes one access per handle, and a reduction
@@ -423,6 +433,12 @@ private:
 	std::atomic<std::uint64_t> handles_submitted_{0}; /* over every merged task */
 	std::atomic<std::uint64_t> plans_elided_{0};
 	std::atomic<std::uint64_t> unpartitions_recorded_{0};
+	std::atomic<std::uint64_t> plans_cleaned_unseen_{0}; /* children StarPU never saw, unregistered at once */
+	/* note_partition_outside_window()'s parents, until a plan change
+	 * gives them to trees_ (under mutex_).  A leaf lock: nothing is
+	 * called under it. */
+	std::mutex outside_calls_mutex_;
+	std::unordered_set<starpu_data_handle_t> partitioned_outside_;
 	/* Why groups are being handed over now, set by each entry point that
 	 * hands them (HandOverScope); guarded by mutex_. */
 	HandOver hand_over_ = HandOver::program_call;

@@ -1110,6 +1110,67 @@ void api_elided_plan_cleaned_before_its_tasks_ran(void **)
 	finish();
 }
 
+/* A plan whose children StarPU saw, cleaned while a task on a child still
+ * waits behind the busy worker: StarPU's clean must wait for it.  The
+ * window unregisters at once only the children of plans StarPU never saw
+ * (every partition elided; doc/design.md, section 12), and StarPU sees
+ * them here through a task the window does not defer (a tagged one), the
+ * program's acquisition of a child, or the partition StarPU makes by
+ * itself for a task on a child of a plan not partitioned.  Unregistered at
+ * once, the child would be gone under its queued task (StarPU aborts, or
+ * the values differ). */
+void api_cleaning_a_plan_starpu_saw_waits_for_its_tasks(void **)
+{
+	start("api_cleaning_a_plan_starpu_saw_waits_for_its_tasks", 1);
+	const unsigned half = kElements / 2;
+	for (int how = 0; how < 3; how++) {
+		PlannedVector vector;
+		vector.reg();
+		HostVector host;
+		struct starpu_task *blocker = nullptr;
+		if (how == 2) {
+			/* No partition call: StarPU partitions for the task. */
+			blocker = occupy_a_worker();
+			submit_vector_task(&vector_double_cl, vector.halves[1]);
+			host.times_two(half, half);
+		} else {
+			starpu_data_partition_submit(vector.whole, 2, vector.halves);
+			if (how == 1) {
+				assert_int_equal(starpu_data_acquire(vector.halves[0], STARPU_RW), 0);
+				starpu_data_release(vector.halves[0]);
+			}
+			blocker = occupy_a_worker();
+			if (how == 0) {
+				struct starpu_task *tagged = starpu_task_create();
+				tagged->cl = &vector_add_one_cl;
+				tagged->handles[0] = vector.halves[0];
+				tagged->use_tag = 1;
+				tagged->tag_id = 4343;
+				assert_int_equal(starpu_task_submit(tagged), 0);
+			} else {
+				submit_vector_task(&vector_add_one_cl, vector.halves[0]);
+			}
+			host.add_one(0, half);
+			submit_vector_task(&vector_double_cl, vector.halves[1]);
+			host.times_two(half, half);
+			starpu_data_unpartition_submit(vector.whole, 2, vector.halves, STARPU_MAIN_RAM);
+		}
+		starpu_data_partition_clean(vector.halves[0], 2, vector.quarters);
+		starpu_data_partition_clean(vector.whole, 2, vector.halves);
+		/* After the children's tasks, through the clean's unpartition. */
+		submit_vector_task(&vector_add_one_cl, vector.whole);
+		host.add_one(0, kElements);
+		unblock(blocker);
+		starpu_task_wait_for_all();
+		if (how == 0)
+			starpu_tag_remove(4343);
+		starpu_data_unregister(vector.whole);
+		for (unsigned i = 0; i < kElements; i++)
+			assert_int_equal(vector.values[i], host.values[i]);
+	}
+	finish();
+}
+
 /* Reductions (STARPU_REDUX) of deferred tasks: a group combines its
  * members' reductions of a handle into one access, which StarPU gives the
  * per-worker contribution each member would have added to on that worker;
@@ -2213,6 +2274,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(api_automatic_partitioning_keeps_results),
 		cmocka_unit_test(api_prologue_during_a_flush_keeps_partition_calls),
 		cmocka_unit_test(api_elided_plan_cleaned_before_its_tasks_ran),
+		cmocka_unit_test(api_cleaning_a_plan_starpu_saw_waits_for_its_tasks),
 		cmocka_unit_test(api_plan_switched_by_starpu_stays_followed),
 		cmocka_unit_test(api_plan_switched_for_an_acquisition_stays_followed),
 		cmocka_unit_test(api_plan_switched_for_an_attempt_stays_followed),

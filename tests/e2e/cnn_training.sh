@@ -5,7 +5,10 @@
 # held (STARPU_FUSING_HOLD=always), at DAHL's granularity; both must pass
 # their check, and the fusing run must have run tasks in batches and its
 # forward convolution in the kernel pack's cross-correlation (the example
-# names that codelet as DAHL does: matrix_cross_correlation).
+# names that codelet as DAHL does: matrix_cross_correlation), and, with
+# submission-time fusion, it must have cleaned plans whose children StarPU
+# never saw without StarPU's synchronisation tasks (its per-batch plans are
+# all elided).
 #
 # Usage: cnn_training.sh FILE.cnn   (the file's name is the base policy)
 # Environment (set by make check): FUSING_LAUNCHER, STARPU_FUSING_LIBRARY,
@@ -29,6 +32,7 @@ fi
 STARPU_FUSING_BASE=$base STARPU_FUSING_HOLD=always STARPU_FUSING_STATS=1 timeout 300 "$FUSING_LAUNCHER" "$CNN_TRAINING" $args >"$out" 2>&1
 status=$?
 batched=$(sed -n 's/^tasks submitted: [0-9]*, in batches of starpu-fusing: \([0-9]*\) .*/\1/p' "$out")
+cleaned_unseen=$(sed -n 's/^\[starpu-fusing\] submission-time fusion: .*; \([0-9]*\) plans cleaned whose children StarPU never saw$/\1/p' "$out")
 in_kernel=$(sed -n 's/^\[starpu-fusing\] kernel cross_correlation for matrix_cross_correlation: [0-9]* batches, \([0-9]*\) tasks in the kernel.*/\1/p' "$out")
 if [ "$status" != 0 ] || ! grep -q "^check against the host: .*: OK$" "$out"; then
 	echo "FAIL: cnn_training under fusing over $base (exit status $status)"; sed 's/^/    /' "$out"
@@ -39,7 +43,10 @@ elif [ "${batched:-0}" -le 0 ]; then
 elif [ "${in_kernel:-0}" -le 0 ]; then
 	echo "FAIL: cnn_training under fusing over $base ran no convolution in the kernel pack"; sed 's/^/    /' "$out"
 	failures=$((failures + 1))
+elif [ "${STARPU_FUSING_MODE:-both}" != ready ] && [ "${cleaned_unseen:-0}" -le 0 ]; then
+	echo "FAIL: cnn_training under fusing over $base cleaned no plan without StarPU's synchronisation"; sed 's/^/    /' "$out"
+	failures=$((failures + 1))
 else
-	echo "ok   cnn_training under $base alone and under fusing over $base ($batched tasks in batches of their own function, $in_kernel in the cross-correlation kernel)"
+	echo "ok   cnn_training under $base alone and under fusing over $base ($batched tasks in batches of their own function, $in_kernel in the cross-correlation kernel, ${cleaned_unseen:-0} plans cleaned at once)"
 fi
 [ "$failures" = 0 ]
