@@ -361,9 +361,17 @@ struct Generator {
 		 * base: a task saw a later version), probably because a
 		 * partition of an uninitialised parent submits no switch task
 		 * (datawizard/filters.c) to order the pieces after it. */
-		if (std::uniform_real_distribution<double>(0, 1)(switch_random) < 0.1) {
+		const double draw = std::uniform_real_distribution<double>(0, 1)(switch_random);
+		if (draw < 0.1) {
 			op.kind = OpKind::invalidate;
 			invalid[op.unit] = true;
+			partitioned[op.unit] = false;
+		} else if (draw < 0.3) {
+			/* The plan cleaned (StarPU unpartitions first when it is
+			 * active) and made again, while tasks on its pieces may
+			 * still be deferred or queued: the window cleans a plan
+			 * StarPU never saw without StarPU's synchronisation. */
+			op.kind = OpKind::replan;
 			partitioned[op.unit] = false;
 		} else if (partitioned[op.unit]) {
 			op.kind = OpKind::unpartition;

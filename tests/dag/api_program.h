@@ -86,6 +86,7 @@ enum class OpKind {
 	register_unit,    /* starpu_vector_data_register (unit registered mid-run) */
 	invalidate,       /* starpu_data_invalidate_submit (unit) */
 	unregister_submit,/* starpu_data_unregister_submit (unit) */
+	replan,           /* starpu_data_partition_clean then _plan again (unit): the pieces are new handles */
 };
 
 struct Op {

@@ -396,6 +396,14 @@ void Run::run_agent(int index)
 			starpu_data_unregister_submit(handles[op.unit]);
 			handles[op.unit] = nullptr;
 			break;
+		case OpKind::replan: {
+			starpu_data_partition_clean(handles[op.unit], program.pieces, children[op.unit].data());
+			struct starpu_data_filter halves = {};
+			halves.filter_func = starpu_vector_filter_block;
+			halves.nchildren = program.pieces;
+			starpu_data_partition_plan(handles[op.unit], &halves, children[op.unit].data());
+			break;
+		}
 		}
 	}
 }
