@@ -87,16 +87,23 @@ struct Changes {
 	double first_change = 0.0;
 	bool different_changes = false;
 
-	void saw(double before, double own, double kernel)
+	void saw(double before, double own, double kernel, bool only_written)
 	{
 		if (!std::isfinite(own) || !std::isfinite(kernel)) {
 			all_finite = false;
 			return;
 		}
-		/* A buffer only written may hold anything before, NaN bit
-		 * patterns included (uninitialised memory from DAHL's arena):
-		 * replacing one is a change by the new value. */
-		const double change = std::isfinite(before) ? own - before : own;
+		/* A buffer only written (STARPU_W) may hold anything before,
+		 * NaN bit patterns included (uninitialised memory from DAHL's
+		 * arena): an element written there changes by its new value,
+		 * which is what could tell two computations apart (the old
+		 * values' differences tell nothing); one left as it was is no
+		 * change.  Elsewhere the change is the difference. */
+		double change;
+		if (only_written)
+			change = own == before ? 0.0 : own;
+		else
+			change = std::isfinite(before) ? own - before : own;
 		if (change == 0.0)
 			return;
 		if (changed++ == 0)
@@ -108,7 +115,7 @@ struct Changes {
 };
 
 template <typename T>
-void compare_elements(void *original, const unsigned char *before_data, const unsigned char *copy, double tolerance,
+void compare_elements(void *original, const unsigned char *before_data, const unsigned char *copy, bool only_written, double tolerance,
 		      Comparison &result, Changes &changes)
 {
 	const T *own = reinterpret_cast<const T *>(data_of(original));
@@ -131,7 +138,7 @@ void compare_elements(void *original, const unsigned char *before_data, const un
 			difference = std::fabs(a - b);
 		if (difference > bound)
 			result.within_bound = false;
-		changes.saw(double(before[i]), a, b);
+		changes.saw(double(before[i]), a, b, only_written);
 		/* Reported: the element furthest beyond (or least within) its bound. */
 		if (difference / bound > result.largest_difference / result.bound || result.bound == 0.0) {
 			result.largest_difference = difference;
@@ -170,6 +177,7 @@ struct WrittenBufferCopies::Copy {
 	std::vector<unsigned char> interface; /* the original structure, pointing at data */
 	std::vector<unsigned char> data;
 	std::vector<unsigned char> before; /* the contents before either ran */
+	bool only_written = false;         /* STARPU_W without STARPU_R */
 };
 
 double verification_tolerance(std::size_t element_size)
@@ -191,6 +199,7 @@ WrittenBufferCopies::WrittenBufferCopies(const std::vector<void **> &task_buffer
 				continue;
 			auto copy = std::make_unique<Copy>();
 			copy->original = original;
+			copy->only_written = !(modes[b] & STARPU_R);
 			copy->interface.resize(interface_size(original));
 			std::memcpy(copy->interface.data(), original, copy->interface.size());
 			const std::size_t bytes = spanned_bytes(original);
@@ -222,9 +231,11 @@ Comparison WrittenBufferCopies::compare() const
 		const std::size_t element_size = kernels::element_size_of(copy->original);
 		const double tolerance = verification_tolerance(element_size);
 		if (element_size == sizeof(float))
-			compare_elements<float>(copy->original, copy->before.data(), copy->data.data(), tolerance, result, changes);
+			compare_elements<float>(copy->original, copy->before.data(), copy->data.data(), copy->only_written, tolerance, result,
+						changes);
 		else if (element_size == sizeof(double))
-			compare_elements<double>(copy->original, copy->before.data(), copy->data.data(), tolerance, result, changes);
+			compare_elements<double>(copy->original, copy->before.data(), copy->data.data(), copy->only_written, tolerance, result,
+						 changes);
 		else
 			compare_bytes(copy->original, copy->before.data(), copy->data.data(), element_size, result, changes);
 	}

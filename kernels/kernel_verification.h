@@ -39,7 +39,8 @@ struct Comparison {
 	 * arithmetic alike), and the codelet changed at least two elements by
 	 * different amounts (all-zero inputs change an accumulated output by
 	 * 0 whatever the arithmetic, and a constant change hides a scale).  An
-	 * element that was not finite before changes by its new value. */
+	 * element of a buffer only written (STARPU_W), or that was not finite
+	 * before, changes by its new value. */
 	bool informative = false;
 	/* At the element whose difference is the largest part of its bound:
 	 * infinity for a NaN on one side only, or differing bytes. */
