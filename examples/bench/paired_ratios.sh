@@ -19,14 +19,14 @@ rounds=$1
 settings=$2
 shift 2
 launcher=${FUSING_LAUNCHER:-./starpu-fusing-run}
-times=$(mktemp)
-trap 'rm -f "$times"' EXIT
+results=$(mktemp)
+trap 'rm -f "$results"' EXIT
 for round in $(seq "$rounds"); do
 	echo "$settings" | tr ';' '\n' | while IFS=: read -r label assignments; do
 		# shellcheck disable=SC2086 # assignments are words by design
 		seconds=$(env $assignments "$launcher" "$@" 2>/dev/null | sed -n 's/^time: \([0-9.]*\) s.*/\1/p')
 		[ -n "$seconds" ] || { echo "$label: the program printed no \"time:\" line (round $round)" >&2; exit 1; }
-		echo "$round $label $seconds" >> "$times"
+		echo "$round $label $seconds" >> "$results"
 	done
 done
 awk '
@@ -46,4 +46,4 @@ END {
 		for (r in rounds) if ((r, label) in time && (r, first) in time) ratios = ratios " " time[r, label] / time[r, first]
 		printf "%-16s %10.3f %14.3f\n", label, median(times[label]), median(ratios)
 	}
-}' "$times"
+}' "$results"
