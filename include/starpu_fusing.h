@@ -37,6 +37,32 @@ FUSING_PUBLIC struct starpu_sched_policy *starpu_fusing_policy(void);
  * in, or 0 when it runs unfused (or outside any task). */
 FUSING_PUBLIC unsigned starpu_fusing_current_batch_size(void);
 
+/* How idle CPU workers waited since the policy started
+ * (STARPU_FUSING_IDLE_WORKERS=sleep): a worker that finds no task polls for
+ * about the cost of a wake-up, then rests on StarPU's own condition until
+ * StarPU or a push wakes it, at most a safety net of 500 us. */
+struct starpu_fusing_idle_statistics {
+	/* sizeof(struct starpu_fusing_idle_statistics), set by the caller. */
+	size_t size;
+	unsigned long long rests;      /* rests begun */
+	unsigned long long woken;      /* rests a wake-up ended */
+	unsigned long long safety_net; /* rests the safety net ended */
+	/* Of those, rests that ended by the safety net while a task was known
+	 * to wait for the worker (pushed, or pinned to it): a missed wake-up.
+	 * 0 unless something is wrong. */
+	unsigned long long stalled;
+	unsigned resting_now; /* workers resting at the time of the call */
+	/* 1: StarPU's drivers sleep by themselves (StarPU built with
+	 * --enable-blocking-drivers); the policy then rests no worker. */
+	int drivers_sleep;
+};
+
+/* Fills *statistics.  Returns 0, -EINVAL (NULL or a wrong size), or
+ * -ENOENT when no idle worker rests through the policy (the policy is not
+ * running, STARPU_FUSING=0, or STARPU_FUSING_IDLE_WORKERS=poll).  Any
+ * thread, while StarPU runs. */
+FUSING_PUBLIC int starpu_fusing_get_idle_statistics(struct starpu_fusing_idle_statistics *statistics);
+
 /* ----------------------------------------------------------- batched kernels
  *
  * A batched implementation runs a whole batch of tasks of one codelet in

@@ -7,6 +7,7 @@
 #include "core/eligibility.h"
 #include "ready/merged_task.h"
 #include "core/numa_node.h"
+#include "sched/idle_workers.h"
 #include "sched/worker_report.h"
 #include "core/starpu_functions.h"
 
@@ -442,6 +443,8 @@ void Engine::print_statistics(FILE *stream) const
 	if (caps_.close_at_bytes > 0)
 		std::fprintf(stream, "[starpu-fusing] memory cap: batches close at %llu KiB of data, closed %llu batches\n",
 			     (unsigned long long)(caps_.close_at_bytes / 1024), (unsigned long long)collector_->memory_closes());
+	if (config_.idle_workers_sleep)
+		idle_workers::print(stream);
 	print_worker_report(stream, starpu_timing_now() - profiling_started_us_,
 			    idle_with_nothing_held_.load(std::memory_order_relaxed));
 }

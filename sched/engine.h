@@ -38,7 +38,6 @@
 #include "core/stats.h"
 #include "core/topology.h"
 #include "sched/config.h"
-#include "sched/idle_workers.h"
 #include "submission/window.h"
 
 #include <starpu.h>
@@ -74,9 +73,10 @@ public:
 	 * sched_mutex released: driver_common.c calls pop_task that way). */
 	void on_worker_found_nothing(unsigned sched_ctx);
 	/* STARPU_FUSING_IDLE_WORKERS=sleep: a CPU worker that found nothing
-	 * sleeps until the next push (idle_workers.h). */
+	 * sleeps until StarPU or a push wakes it (idle_workers.h). */
 	bool idle_workers_sleep() const { return config_.idle_workers_sleep; }
-	IdleWorkers &idle_workers() { return idle_workers_; }
+	/* Each context's queued and running tasks; any thread reads it. */
+	const ContextLoad &load() const { return load_; }
 	/* do_schedule (starpu_task_wait_for_all and friends): close every open
 	 * batch of the context now. */
 	void flush_context(unsigned sched_ctx);
@@ -135,7 +135,6 @@ private:
 	bool ready_time_fusion_ = true; /* mode ready or both */
 
 	std::atomic<std::uint64_t> idle_with_nothing_held_{0}; /* statistics only */
-	IdleWorkers idle_workers_;
 	std::atomic<std::uint64_t> long_tasks_seen_{0}; /* too long for generic execution: remeasure_period */
 };
 

@@ -16,6 +16,7 @@
 
 #include "build_config.h" /* which policy fields this StarPU has */
 #include "sched/engine.h"
+#include "sched/idle_workers.h"
 
 #include <atomic>
 #include <cstdio>
@@ -56,6 +57,8 @@ void init_sched(unsigned sched_ctx)
 		std::lock_guard<std::mutex> lock(lifetime_mutex);
 		if (contexts_using_policy++ == 0 && layer_config.fusion_enabled) {
 			engine = std::make_unique<Engine>(layer_config);
+			if (layer_config.idle_workers_sleep)
+				idle_workers::start(&fusing_policy, &engine->load());
 			active_engine.store(engine.get(), std::memory_order_release);
 		}
 	}
@@ -73,6 +76,8 @@ void deinit_sched(unsigned sched_ctx)
 		if (layer_config.print_stats)
 			engine->print_statistics(stderr);
 		active_engine.store(nullptr, std::memory_order_release);
+		if (layer_config.idle_workers_sleep)
+			idle_workers::stop();
 		engine.reset();
 	}
 }
@@ -90,21 +95,23 @@ int push_task(struct starpu_task *task)
 	if (e && ret != 0)
 		e->on_push_refused(sched_ctx);
 	else if (e && e->idle_workers_sleep())
-		e->idle_workers().pushed();
+		idle_workers::pushed();
 	return ret;
 }
 
+/* An idle worker does not rest here but in StarPU's idle hook, after the
+ * driver has left its scheduling operation (idle_workers.h). */
 struct starpu_task *pop_task(unsigned sched_ctx)
 {
 	InsideStarpuScope scheduling;
 	Engine *e = current_engine();
-	const std::uint64_t pushes_before = e && e->idle_workers_sleep() ? e->idle_workers().pushes_seen() : 0;
+	const bool sleep = e && e->idle_workers_sleep();
+	const std::uint64_t pushes_before = sleep ? idle_workers::pushes_seen() : 0;
 	struct starpu_task *task = base->pop_task ? base->pop_task(sched_ctx) : nullptr;
-	if (!task && e) {
+	if (!task && e)
 		e->on_worker_found_nothing(sched_ctx);
-		if (e->idle_workers_sleep())
-			e->idle_workers().rest(pushes_before);
-	}
+	if (sleep)
+		idle_workers::popped(pushes_before, task != nullptr);
 	return task;
 }
 
@@ -122,8 +129,11 @@ void pre_exec_hook(struct starpu_task *task, unsigned sched_ctx)
 	InsideStarpuScope scheduling;
 	if (base->pre_exec_hook)
 		base->pre_exec_hook(task, sched_ctx);
-	if (Engine *e = current_engine())
+	if (Engine *e = current_engine()) {
 		e->on_task_starting(task, sched_ctx);
+		if (e->idle_workers_sleep())
+			idle_workers::task_starting(task);
+	}
 }
 
 void do_schedule(unsigned sched_ctx)
@@ -149,13 +159,20 @@ void remove_workers(unsigned sched_ctx, int *workerids, unsigned nworkers)
 	update_worker_count(sched_ctx);
 }
 
-/* Pure forwarders, installed only where the base has the callback. */
+/* StarPU calls it, for each context of the worker, before queuing a task
+ * pinned to that worker (_starpu_push_task_on_specific_worker): a resting
+ * worker is told once, for the task's own context. */
 void push_task_notify(struct starpu_task *task, int workerid, int perf_workerid, unsigned sched_ctx)
 {
 	InsideStarpuScope scheduling;
-	base->push_task_notify(task, workerid, perf_workerid, sched_ctx);
+	Engine *e = current_engine();
+	if (e && e->idle_workers_sleep() && sched_ctx == task->sched_ctx)
+		idle_workers::pinned_task_queued(workerid);
+	if (base->push_task_notify)
+		base->push_task_notify(task, workerid, perf_workerid, sched_ctx);
 }
 
+/* Pure forwarders, installed only where the base has the callback. */
 void post_exec_hook(struct starpu_task *task, unsigned sched_ctx)
 {
 	InsideStarpuScope scheduling;
@@ -208,7 +225,7 @@ struct starpu_sched_policy *build_fusing_policy(struct starpu_sched_policy *base
 	policy.do_schedule = (base->do_schedule || fusing) ? do_schedule : nullptr;
 	policy.add_workers = (base->add_workers || fusing) ? add_workers : nullptr;
 	policy.remove_workers = (base->remove_workers || fusing) ? remove_workers : nullptr;
-	policy.push_task_notify = base->push_task_notify ? push_task_notify : nullptr;
+	policy.push_task_notify = (base->push_task_notify || fusing) ? push_task_notify : nullptr;
 	policy.post_exec_hook = (base->post_exec_hook || fusing) ? post_exec_hook : nullptr;
 	policy.simulate_push_task = base->simulate_push_task ? simulate_push_task : nullptr;
 #ifdef HAVE_STRUCT_STARPU_SCHED_POLICY_POP_EVERY_TASK

@@ -1,84 +1,108 @@
-/* Idle CPU workers sleep instead of polling (STARPU_FUSING_IDLE_WORKERS;
- * doc/design.md, section 3).
+/* Idle CPU workers sleep instead of polling, on the condition StarPU wakes
+ * them on (STARPU_FUSING_IDLE_WORKERS=sleep; doc/design.md, section 3).
  *
- * StarPU's drivers never block when built with STARPU_NON_BLOCKING_DRIVERS,
- * as Debian's 1.3.10 and a default 1.4.12 build are (starpu_config.h): a
- * worker that finds no task calls pop_task again after a few sched_yield()s
- * (_starpu_exponential_backoff, drivers/driver_common/driver_common.c).
- * Where workers fill every core, the program's submitting thread then runs
- * half the time: DAHL at 28x28 on 2 cores and 2 workers, its main thread
- * was on a CPU 1.6 s and waiting on the run queue 1.4 s of 3 s (its
- * schedstat), never blocked.  So a CPU worker whose pop found nothing
- * sleeps here until a task is pushed through the policy, or at most
- * kLongestRest_us: StarPU wakes a worker for a task pushed to it outside
- * the policy (a task bound to a worker) only on its own condition, which a
- * worker sleeping here does not wait on.
+ * Why sleep: StarPU built with STARPU_NON_BLOCKING_DRIVERS (Debian's
+ * 1.3.10, a default 1.4 build) never blocks a worker; one that finds no
+ * task calls pop_task again after a few sched_yield()s, and with one worker
+ * per core the program's submitting thread shares its core with pollers.
  *
- * Threads: rest() runs in a worker inside pop_task, in a scheduling
- * operation: it relaxes first (starpu_worker_relax_on, as StarPU's policies
- * do before blocking on a lock of theirs).  pushed() runs in any thread
- * pushing a task, after the base policy took it.  mutex_ guards only the
- * sleep and the wake-up; pushes_ and resting_ are read without it. */
+ * When: after polling (StarPU's loop, yielding the core between polls after
+ * the first 10 us) for about what a wake-up costs, measured on the
+ * wake-ups sent (a cross-core hand-off took ~40 us on this project's VM):
+ * a task arriving sooner is taken at once.
+ *
+ * Where: in StarPU's idle hook (starpu_idle_hook_register), which the CPU
+ * driver calls after a driver iteration that got no task
+ * (_starpu_cpu_driver_run_once).  By then _starpu_get_worker_task has left
+ * its scheduling operation and set the worker's status to SLEEPING, so every
+ * StarPU function that wakes this worker -- starpu_wake_worker_locked from
+ * _starpu_push_local_task (a task pinned to it), the bases' wake-ups, the
+ * data requests' _starpu_wake_all_blocked_workers_on_node, shutdown's
+ * starpu_wake_all_blocked_workers -- broadcasts the worker's own
+ * sched_cond under its sched_mutex (starpu_worker_get_sched_condition):
+ * the worker waits there, holding that mutex from its last check to the
+ * wait, as StarPU's blocking driver does.  Inside pop_task the status is
+ * SCHEDULING, and StarPU would only set a flag the policy cannot read.
+ *
+ * The checks made under the mutex before waiting close the gap between the
+ * driver's empty pop and the wait: no task pushed through the policy since
+ * the worker's pop began (the push counter), no task pinned to the worker
+ * announced by push_task_notify and not yet started.  The wake-ups StarPU
+ * does not send in a non-blocking build are sent here: a push through the
+ * policy wakes every resting worker (the base may have queued the task for
+ * any of them), a pinned task its worker.  The wait has a safety net
+ * (kSafetyNet_us); a rest the safety net ended while one of the checks
+ * above was already true is counted as stalled: it must stay 0.
+ *
+ * A worker does not rest, and keeps StarPU's loop, when:
+ *  - StarPU's driver itself decided whether to sleep after the empty pop
+ *    (a build with blocking drivers: _starpu_worker_can_block runs the
+ *    progression hooks there, which non-blocking builds never do between
+ *    the pop and the idle hook); the first such observation settles it for
+ *    the process, and StarPU's own sleep, where every wake-up lands, is
+ *    left alone;
+ *  - it belongs to a context of another policy (whose pushes would not
+ *    wake it), or to several of ours with tasks queued in any (a
+ *    non-blocking driver pops one context per iteration);
+ *  - the iteration did not call our pop (the driver waits for a transfer).
+ *
+ * Threads: every function runs in a CPU worker except pushed() and
+ * pinned_task_queued() (any thread pushing a task) and the statistics
+ * (any thread).  A worker's own bookkeeping is thread-local; what other
+ * threads read is atomic.  StarPU's sched_mutex is the only lock: taken
+ * by the resting worker around its checks and wait, and by the wakers
+ * through starpu_wake_worker_relax_light (which relaxes a waker that is
+ * itself in a scheduling operation). */
 #ifndef STARPU_FUSING_SCHED_IDLE_WORKERS_H
 #define STARPU_FUSING_SCHED_IDLE_WORKERS_H
 
 #include <starpu.h>
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <cstdio>
 
 namespace fusing {
 
-class IdleWorkers {
-public:
-	/* A bound on a sleep: a task StarPU hands a worker without the
-	 * policy waits at most this long. */
-	static constexpr long kLongestRest_us = 500;
+struct ContextLoad;
 
-	/* Read before the base policy's pop: a push after it ends the rest
-	 * at once, even when it came before the worker started sleeping. */
-	std::uint64_t pushes_seen() const { return pushes_.load(std::memory_order_acquire); }
+namespace idle_workers {
 
-	/* The calling worker found nothing; pushes_before is pushes_seen()
-	 * from before its pop.  Returns at once for a worker that is not a
-	 * CPU worker. */
-	void rest(std::uint64_t pushes_before)
-	{
-		const int worker = starpu_worker_get_id();
-		if (worker < 0 || starpu_worker_get_type(worker) != STARPU_CPU_WORKER)
-			return;
-		starpu_worker_relax_on();
-		{
-			std::unique_lock<std::mutex> lock(mutex_);
-			resting_.fetch_add(1, std::memory_order_seq_cst);
-			wakeup_.wait_for(lock, std::chrono::microseconds(kLongestRest_us),
-					 [&] { return pushes_.load(std::memory_order_seq_cst) != pushes_before; });
-			resting_.fetch_sub(1, std::memory_order_relaxed);
-		}
-		starpu_worker_relax_off();
-	}
+/* The longest rest: a wake-up lost anyway (a data request posted between a
+ * worker's pop and its wait) costs at most this. */
+constexpr long kSafetyNet_us = 500;
 
-	/* A task was pushed: every resting worker looks for it (the base
-	 * policy may have queued it for any of them). */
-	void pushed()
-	{
-		pushes_.fetch_add(1, std::memory_order_seq_cst);
-		if (resting_.load(std::memory_order_seq_cst) != 0) {
-			std::lock_guard<std::mutex> lock(mutex_);
-			wakeup_.notify_all();
-		}
-	}
+/* Registers the hooks; policy is the `fusing` structure (contexts using it
+ * wake their workers through pushed()), load the per-context queued counts.
+ * The thread creating the engine, before any task. */
+void start(const struct starpu_sched_policy *policy, const ContextLoad *load);
+/* Deregisters them; workers still inside a hook return at once. */
+void stop();
 
-private:
-	std::atomic<std::uint64_t> pushes_{0};
-	std::atomic<unsigned> resting_{0};
-	std::mutex mutex_;
-	std::condition_variable wakeup_;
+/* pop_task, before the base's pop: the push count to compare against. */
+std::uint64_t pushes_seen();
+/* pop_task, after it: whether the base found a task. */
+void popped(std::uint64_t pushes_before, bool found_task);
+/* push_task, after the base accepted a task: wakes every resting worker. */
+void pushed();
+/* push_task_notify, before StarPU queues a task pinned to worker. */
+void pinned_task_queued(int worker);
+/* pre_exec_hook: the calling worker starts task. */
+void task_starting(const struct starpu_task *task);
+
+struct Statistics {
+	std::uint64_t rests;
+	std::uint64_t woken;
+	std::uint64_t safety_net;
+	std::uint64_t stalled;
+	unsigned resting_now;
+	bool drivers_sleep; /* StarPU's drivers block (blocking-drivers build) */
 };
+/* start() ran and stop() did not: workers may rest. */
+bool resting_enabled();
+Statistics statistics();
+void print(FILE *stream);
 
+} // namespace idle_workers
 } // namespace fusing
 
 #endif

@@ -1,0 +1,390 @@
+/* Idle CPU workers sleep on StarPU's own condition; see idle_workers.h. */
+#include "sched/idle_workers.h"
+
+#include "core/admission.h"
+#include "starpu_fusing.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <sched.h>
+
+namespace fusing {
+namespace idle_workers {
+namespace {
+
+/* Bounds on the polling before a rest (spin_us). */
+constexpr double kShortestSpin_us = 5.0, kLongestSpin_us = 200.0;
+/* The first microseconds of idleness are polled as StarPU does: a task
+ * often follows at once (a successor its last task released), and a
+ * sched_yield() per poll costs 1-2 µs here (a pinned chain alternating two
+ * workers: 7.5 µs per task yielding from the start, 5.3 µs from 10 µs on,
+ * 6.0 µs under lws alone; cnn_training at DAHL's granularity the same
+ * either way). */
+constexpr double kPollWithoutYielding_us = 10.0;
+
+/* Workers beyond this never rest (StarPU's STARPU_NMAXWORKERS is far
+ * below it in every build seen). */
+constexpr unsigned kMaxWorkers = 1024;
+
+/* Set by start() before StarPU can call a hook, cleared by stop(); a hook
+ * that runs after stop() (StarPU reads a hook's slot, then calls it
+ * outside its lock) finds it false.  The state below has static storage,
+ * so that late call still touches valid memory. */
+std::atomic<bool> running{false};
+const struct starpu_sched_policy *fusing_policy = nullptr; /* written by start() only */
+const ContextLoad *context_load = nullptr;                 /* written by start() only */
+int idle_hook = -1;                                        /* start() and stop() */
+/* Registered until the first idle iteration tells the driver's kind;
+ * exchanged by whoever deregisters it. */
+std::atomic<int> progression_hook{-1};
+
+/* Tasks pushed through the policy, counted once the base holds them, and
+ * those whose wake-ups were sent: a rest the safety net ends while one is
+ * under way (the pusher preempted in between) is not counted as stalled. */
+std::atomic<std::uint64_t> pushes{0}, pushes_woken{0};
+/* Pinned tasks announced whose worker is being woken: the same for them. */
+std::atomic<unsigned> pinned_wakeups_in_flight{0};
+
+/* How long a resting worker takes to run again once woken (µs): a moving
+ * average over the wake-ups this library sends; 40 µs on this project's
+ * 2-vCPU VM (a condition-variable hand-off between two cores). */
+std::atomic<double> wakeup_latency_us{40.0};
+
+struct WorkerState {
+	std::atomic<bool> resting{false};
+	/* starpu_timing_now() of the first wake-up sent to this rest; 0 if none. */
+	std::atomic<double> woken_at_us{0.0};
+	/* Announced by push_task_notify and not yet started. */
+	std::atomic<long> pinned_waiting{0};
+};
+std::array<WorkerState, kMaxWorkers> workers;
+std::atomic<unsigned> resting_count{0};
+
+enum class DriverKind { unknown, polls, sleeps };
+std::atomic<DriverKind> driver_kind{DriverKind::unknown};
+
+std::atomic<std::uint64_t> rests{0}, woken{0}, safety_net{0}, stalled{0};
+
+/* The calling worker's view of its current driver iteration. */
+struct ThisWorker {
+	/* Our pop found nothing in this iteration, and nothing has run since. */
+	bool pop_found_nothing = false;
+	std::uint64_t pushes_before_pop = 0;
+	/* starpu_timing_now() of the first empty iteration since the worker
+	 * last had a task; 0 while it has one. */
+	double idle_since_us = 0.0;
+	/* A progression hook ran after that pop: the driver evaluated
+	 * _starpu_worker_can_block (blocking drivers). */
+	bool driver_evaluated_sleep = false;
+};
+thread_local ThisWorker this_worker;
+
+/* StarPU keeps a copy of the policy structure for each context
+ * (_starpu_init_sched_policy), so the copy's push function tells. */
+bool is_ours(unsigned ctx)
+{
+	const struct starpu_sched_policy *policy = starpu_sched_ctx_get_sched_policy(ctx);
+	return policy && policy->push_task == fusing_policy->push_task;
+}
+
+/* The worker's contexts all use this policy, and only one of them, or none
+ * with queued tasks: every task it could pop would have been seen by its
+ * pop, or wakes it through pushed(). */
+bool contexts_let_it_rest(int worker)
+{
+	unsigned *contexts = nullptr;
+	const unsigned count = starpu_worker_get_sched_ctx_list(worker, &contexts);
+	bool rest = count > 0;
+	for (unsigned i = 0; i < count && rest; i++)
+		rest = is_ours(contexts[i]) &&
+		       (count == 1 || context_load->queued_not_started[contexts[i]].load(std::memory_order_relaxed) <= 0);
+	std::free(contexts);
+	return rest;
+}
+
+/* What a rest waits for, already true. */
+bool wakeup_due(int worker, std::uint64_t pushes_before)
+{
+	return pushes.load(std::memory_order_seq_cst) != pushes_before ||
+	       workers[worker].pinned_waiting.load(std::memory_order_seq_cst) > 0;
+}
+
+/* A pusher or a pinned task's announcer is between its count and its
+ * wake-up. */
+bool wakeup_under_way()
+{
+	return pushes.load(std::memory_order_seq_cst) != pushes_woken.load(std::memory_order_seq_cst) ||
+	       pinned_wakeups_in_flight.load(std::memory_order_seq_cst) != 0;
+}
+
+/* Any thread; a racy update only blurs the average. */
+void note_wakeup_latency(double woken_at_us)
+{
+	if (woken_at_us <= 0.0)
+		return;
+	const double latency = starpu_timing_now() - woken_at_us;
+	const double average = wakeup_latency_us.load(std::memory_order_relaxed);
+	wakeup_latency_us.store(average + (latency - average) / 8.0, std::memory_order_relaxed);
+}
+
+/* How long an idle worker keeps polling before it rests: as long as a
+ * wake-up would cost it, so that a task arriving sooner is taken at once
+ * and one arriving later has cost at most twice the wait (spin, then
+ * block: the classic bound).  Between its polls, after the first
+ * kPollWithoutYielding_us, it yields its core, which StarPU's own loop
+ * never does ("rep; nop", common/utils.h): the program's thread queued on
+ * that core runs first. */
+double spin_us()
+{
+	return std::clamp(wakeup_latency_us.load(std::memory_order_relaxed), kShortestSpin_us, kLongestSpin_us);
+}
+
+void rest(int worker, std::uint64_t pushes_before)
+{
+	starpu_pthread_mutex_t *mutex;
+	starpu_pthread_cond_t *cond;
+	starpu_worker_get_sched_condition(worker, &mutex, &cond);
+	WorkerState &state = workers[worker];
+	starpu_pthread_mutex_lock(mutex);
+	/* Announced before the checks; wakers announce their task before
+	 * looking for resting workers (seq_cst both ways): one of the two
+	 * sees the other. */
+	state.woken_at_us.store(0.0, std::memory_order_relaxed);
+	state.resting.store(true, std::memory_order_seq_cst);
+	resting_count.fetch_add(1, std::memory_order_seq_cst);
+	if (!wakeup_due(worker, pushes_before)) {
+		rests.fetch_add(1, std::memory_order_relaxed);
+		struct timespec deadline;
+		clock_gettime(CLOCK_REALTIME, &deadline);
+		deadline.tv_nsec += kSafetyNet_us * 1000;
+		if (deadline.tv_nsec >= 1000000000L) {
+			deadline.tv_sec++;
+			deadline.tv_nsec -= 1000000000L;
+		}
+		/* One wait: any broadcast ends it, StarPU's for its own reasons
+		 * too (a context change, a parallel task's block request), and
+		 * the driver loop then looks at everything again. */
+		const bool timed_out = starpu_pthread_cond_timedwait(cond, mutex, &deadline) == ETIMEDOUT;
+		/* A wake-up this library sent counts even when the deadline passed
+		 * before the worker could run again (a loaded machine): the wait
+		 * then reports the timeout. */
+		const double woken_at_us = state.woken_at_us.load(std::memory_order_relaxed);
+		if (!timed_out || woken_at_us > 0.0) {
+			woken.fetch_add(1, std::memory_order_relaxed);
+			note_wakeup_latency(woken_at_us);
+		} else {
+			safety_net.fetch_add(1, std::memory_order_relaxed);
+			if (wakeup_due(worker, pushes_before) && !wakeup_under_way())
+				stalled.fetch_add(1, std::memory_order_relaxed);
+		}
+	}
+	resting_count.fetch_sub(1, std::memory_order_seq_cst);
+	state.resting.store(false, std::memory_order_seq_cst);
+	starpu_pthread_mutex_unlock(mutex);
+}
+
+void deregister_progression_hook()
+{
+	const int hook = progression_hook.exchange(-1);
+	if (hook >= 0)
+		starpu_progression_hook_deregister(hook);
+}
+
+/* The idle hook: the CPU driver, after an iteration without a task, outside
+ * any scheduling operation (driver_cpu.c, _starpu_cpu_driver_run_once). */
+unsigned after_idle_iteration(void *)
+{
+	ThisWorker &self = this_worker;
+	if (!self.pop_found_nothing)
+		return 1;
+	self.pop_found_nothing = false;
+	if (!running.load(std::memory_order_acquire))
+		return 1;
+	DriverKind kind = driver_kind.load(std::memory_order_relaxed);
+	if (kind == DriverKind::unknown) {
+		const DriverKind seen = self.driver_evaluated_sleep ? DriverKind::sleeps : DriverKind::polls;
+		driver_kind.compare_exchange_strong(kind, seen, std::memory_order_relaxed);
+		kind = driver_kind.load(std::memory_order_relaxed);
+		/* Known: the progression hook's only use is over, and StarPU
+		 * calls it on every driver iteration. */
+		deregister_progression_hook();
+	}
+	self.driver_evaluated_sleep = false;
+	if (kind != DriverKind::polls)
+		return 1;
+	const int worker = starpu_worker_get_id();
+	if (worker < 0 || static_cast<unsigned>(worker) >= kMaxWorkers || starpu_worker_get_type(worker) != STARPU_CPU_WORKER)
+		return 1;
+	const double now = starpu_timing_now();
+	if (self.idle_since_us == 0.0)
+		self.idle_since_us = now;
+	const double idle_us = now - self.idle_since_us;
+	if (idle_us < spin_us()) {
+		if (idle_us >= kPollWithoutYielding_us)
+			sched_yield();
+		return 1;
+	}
+	if (contexts_let_it_rest(worker))
+		rest(worker, self.pushes_before_pop);
+	return 1;
+}
+
+/* The progression hook: every thread making data requests progress; in a
+ * worker after our empty pop, only a blocking driver deciding to sleep
+ * (_starpu_worker_can_block).  Its answer, 1, lets it. */
+unsigned after_progress(void *)
+{
+	if (this_worker.pop_found_nothing)
+		this_worker.driver_evaluated_sleep = true;
+	return 1;
+}
+
+void wake(int worker)
+{
+	double none = 0.0;
+	workers[worker].woken_at_us.compare_exchange_strong(none, starpu_timing_now(), std::memory_order_relaxed);
+	/* Locks the worker's sched_mutex (relaxing a calling worker that is
+	 * in a scheduling operation) and, the resting worker's status being
+	 * SLEEPING, broadcasts its sched_cond. */
+	starpu_wake_worker_relax_light(worker);
+}
+
+} // namespace
+
+void start(const struct starpu_sched_policy *policy, const ContextLoad *load)
+{
+	fusing_policy = policy;
+	context_load = load;
+	pushes.store(0);
+	pushes_woken.store(0);
+	rests.store(0);
+	woken.store(0);
+	safety_net.store(0);
+	stalled.store(0);
+	for (WorkerState &state : workers)
+		state.pinned_waiting.store(0);
+	/* A blocking build was recognised by the previous StarPU of this
+	 * process; the library loaded now may be another. */
+	driver_kind.store(DriverKind::unknown);
+	wakeup_latency_us.store(40.0);
+	running.store(true, std::memory_order_release);
+	idle_hook = starpu_idle_hook_register(after_idle_iteration, nullptr);
+	progression_hook.store(starpu_progression_hook_register(after_progress, nullptr));
+	if (idle_hook < 0 || progression_hook.load() < 0) {
+		std::fprintf(stderr, "starpu-fusing: StarPU has no free idle or progression hook slot; "
+			     "idle workers poll (as STARPU_FUSING_IDLE_WORKERS=poll)\n");
+		stop();
+	}
+}
+
+void stop()
+{
+	running.store(false, std::memory_order_release);
+	if (idle_hook >= 0)
+		starpu_idle_hook_deregister(idle_hook);
+	idle_hook = -1;
+	deregister_progression_hook();
+}
+
+std::uint64_t pushes_seen()
+{
+	return pushes.load(std::memory_order_seq_cst);
+}
+
+void popped(std::uint64_t pushes_before, bool found_task)
+{
+	ThisWorker &self = this_worker;
+	self.pop_found_nothing = !found_task;
+	self.pushes_before_pop = pushes_before;
+	self.driver_evaluated_sleep = false;
+}
+
+void pushed()
+{
+	pushes.fetch_add(1, std::memory_order_seq_cst);
+	if (resting_count.load(std::memory_order_seq_cst) != 0) {
+		const unsigned count = starpu_worker_get_count();
+		for (unsigned worker = 0; worker < count && worker < kMaxWorkers; worker++)
+			if (workers[worker].resting.load(std::memory_order_seq_cst))
+				wake(static_cast<int>(worker));
+	}
+	pushes_woken.fetch_add(1, std::memory_order_seq_cst);
+}
+
+void pinned_task_queued(int worker)
+{
+	if (worker < 0 || static_cast<unsigned>(worker) >= kMaxWorkers)
+		return;
+	pinned_wakeups_in_flight.fetch_add(1, std::memory_order_seq_cst);
+	workers[worker].pinned_waiting.fetch_add(1, std::memory_order_seq_cst);
+	/* StarPU wakes it too once the task is queued (_starpu_push_local_task);
+	 * woken now, it does not go back to rest while the task is on its way. */
+	if (workers[worker].resting.load(std::memory_order_seq_cst))
+		wake(worker);
+	pinned_wakeups_in_flight.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void task_starting(const struct starpu_task *task)
+{
+	this_worker.pop_found_nothing = false;
+	this_worker.idle_since_us = 0.0;
+	if (!task->execute_on_a_specific_worker)
+		return;
+	const int worker = starpu_worker_get_id();
+	if (worker < 0 || static_cast<unsigned>(worker) >= kMaxWorkers)
+		return;
+	/* Never below zero: a pinned task of a context without this policy
+	 * was not announced. */
+	std::atomic<long> &waiting = workers[worker].pinned_waiting;
+	long now = waiting.load(std::memory_order_relaxed);
+	while (now > 0 && !waiting.compare_exchange_weak(now, now - 1, std::memory_order_seq_cst)) {
+	}
+}
+
+bool resting_enabled()
+{
+	return running.load(std::memory_order_acquire);
+}
+
+Statistics statistics()
+{
+	return Statistics{rests.load(), woken.load(), safety_net.load(), stalled.load(), resting_count.load(),
+			  driver_kind.load() == DriverKind::sleeps};
+}
+
+void print(FILE *stream)
+{
+	const Statistics s = statistics();
+	if (s.drivers_sleep) {
+		std::fprintf(stream, "[starpu-fusing] idle workers: StarPU's drivers sleep themselves (a build with "
+				     "blocking drivers); the policy lets them\n");
+		return;
+	}
+	std::fprintf(stream, "[starpu-fusing] idle workers: poll %.0f us (a wake-up's measured cost), then rest: %llu rests, "
+			     "%llu ended by a wake-up, %llu by the %ld us safety net, %llu of these with a task waiting\n",
+		     spin_us(), (unsigned long long)s.rests, (unsigned long long)s.woken, (unsigned long long)s.safety_net,
+		     kSafetyNet_us, (unsigned long long)s.stalled);
+}
+
+} // namespace idle_workers
+} // namespace fusing
+
+extern "C" FUSING_PUBLIC int starpu_fusing_get_idle_statistics(struct starpu_fusing_idle_statistics *statistics)
+{
+	if (!statistics || statistics->size != sizeof(*statistics))
+		return -EINVAL;
+	if (!fusing::idle_workers::resting_enabled())
+		return -ENOENT;
+	const fusing::idle_workers::Statistics s = fusing::idle_workers::statistics();
+	statistics->rests = s.rests;
+	statistics->woken = s.woken;
+	statistics->safety_net = s.safety_net;
+	statistics->stalled = s.stalled;
+	statistics->resting_now = s.resting_now;
+	statistics->drivers_sleep = s.drivers_sleep ? 1 : 0;
+	return 0;
+}

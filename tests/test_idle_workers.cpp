@@ -1,0 +1,337 @@
+/* Idle workers wake for every way StarPU hands them a task
+ * (sched/idle_workers.h; doc/design.md, section 3).
+ *
+ * Each test starts StarPU with two CPU workers under fusing, and repeats one
+ * path kRounds times: it waits until both workers rest (the library's
+ * statistics say so; the program's thread spins), then gives a worker a
+ * task that way, and waits for it.  It asserts the task's result and, from
+ * the statistics, that no rest ended by its safety net while a task was
+ * known to be waiting (a missed wake-up; with the safety net the program
+ * would only have been slow) and that wake-ups did end rests.  Where
+ * StarPU's drivers sleep by themselves (a build with blocking drivers) or
+ * STARPU_FUSING_IDLE_WORKERS=poll, no worker rests through the policy: the
+ * tests then check results only.
+ *
+ * Usage: test_idle_workers BASE[.idle] */
+#include "cmocka.hpp"
+#include "policy_test.hpp"
+#include "starpu_fusing.h"
+
+#include <starpu.h>
+
+#include <sched.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+const unsigned kWorkers = 2;
+std::string tested_base; /* from the test file's name */
+const long kRounds = 20;
+
+void increment(void **buffers, void *)
+{
+	long *value = reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffers[0]));
+	(*value)++;
+}
+
+struct starpu_codelet make_increment_codelet()
+{
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = increment;
+	cl.nbuffers = 1;
+	cl.modes[0] = STARPU_RW;
+	cl.name = "increment";
+	return cl;
+}
+struct starpu_codelet increment_cl = make_increment_codelet();
+
+struct starpu_fusing_idle_statistics idle_statistics()
+{
+	struct starpu_fusing_idle_statistics statistics = {};
+	statistics.size = sizeof(statistics);
+	const int ret = starpu_fusing_get_idle_statistics(&statistics);
+	if (ret == -ENOENT)
+		statistics = {}; /* no worker rests through the policy */
+	else
+		assert_int_equal(ret, 0);
+	return statistics;
+}
+
+/* Workers rest through the policy in this run. */
+bool workers_rest()
+{
+	struct starpu_fusing_idle_statistics statistics = {};
+	statistics.size = sizeof(statistics);
+	return starpu_fusing_get_idle_statistics(&statistics) == 0 && !statistics.drivers_sleep;
+}
+
+/* StarPU with two workers and one counter. */
+struct Session {
+	long value = 0;
+	starpu_data_handle_t handle = nullptr;
+
+	explicit Session(const char *test)
+	{
+		watchdog_arm(test, 120);
+		struct starpu_conf conf;
+		starpu_conf_init(&conf);
+		conf.sched_policy = starpu_fusing_policy();
+		assert_int_equal(starpu_init(&conf), 0);
+		assert_int_equal(starpu_cpu_worker_get_count(), kWorkers);
+		starpu_variable_data_register(&handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&value), sizeof(value));
+	}
+
+	/* Until `resting` workers rest at once.  A worker polls for about a
+	 * wake-up's cost before it rests, and its safety net ends a rest
+	 * every 500 us: this returns within a few such periods.  Before the
+	 * first rest the statistics cannot tell whether StarPU's drivers
+	 * sleep by themselves, so the wait also ends once they say so. */
+	void wait_until_workers_rest(unsigned resting = kWorkers) const
+	{
+		for (;;) {
+			struct starpu_fusing_idle_statistics statistics = {};
+			statistics.size = sizeof(statistics);
+			if (starpu_fusing_get_idle_statistics(&statistics) != 0 || statistics.drivers_sleep ||
+			    statistics.resting_now >= resting)
+				return;
+			sched_yield();
+		}
+	}
+
+	struct starpu_task *increment_task() const
+	{
+		struct starpu_task *task = starpu_task_create();
+		task->cl = &increment_cl;
+		task->handles[0] = handle;
+		return task;
+	}
+
+	/* Checks the counter and the wake-ups (that some rest ended by one,
+	 * unless woken_expected is false), and stops StarPU. */
+	void finish(long expected, bool woken_expected = true)
+	{
+		starpu_task_wait_for_all();
+		const struct starpu_fusing_idle_statistics statistics = idle_statistics();
+		const bool rested = workers_rest();
+		starpu_data_unregister(handle);
+		starpu_shutdown();
+		std::printf("value %ld; rests %llu, ended by a wake-up %llu, by the safety net %llu, stalled %llu\n", value,
+			    statistics.rests, statistics.woken, statistics.safety_net, statistics.stalled);
+		assert_int_equal(value, expected);
+		assert_int_equal(statistics.stalled, 0);
+		if (rested && woken_expected)
+			assert_true(statistics.woken > 0);
+		watchdog_disarm();
+	}
+};
+
+/* A task pushed through the policy (deferred first under
+ * STARPU_FUSING_MODE=both: the window's flush pushes it). */
+void idle_worker_wakes_for_a_pushed_task(void **)
+{
+	Session session("idle_worker_wakes_for_a_pushed_task");
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest();
+		assert_int_equal(starpu_task_submit(session.increment_task()), 0);
+		starpu_task_wait_for_all();
+	}
+	session.finish(kRounds);
+}
+
+/* execute_on_a_specific_worker: StarPU queues it on the worker without
+ * the policy's push_task (_starpu_push_local_task). */
+void idle_worker_wakes_for_a_task_pinned_to_it(void **)
+{
+	Session session("idle_worker_wakes_for_a_task_pinned_to_it");
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest();
+		struct starpu_task *task = session.increment_task();
+		task->execute_on_a_specific_worker = 1;
+		task->workerid = static_cast<unsigned>(round % kWorkers);
+		assert_int_equal(starpu_task_submit(task), 0);
+		starpu_task_wait_for_all();
+	}
+	session.finish(kRounds);
+}
+
+/* workerids: the task may run on one worker only.  StarPU 1.3.10's
+ * modular-heft aborts on such a task by itself (STARPU_SCHED=modular-heft
+ * alone: "cpu_func or cpu_funcs has to be defined", driver_cpu.c), so that
+ * base skips it. */
+void idle_worker_wakes_for_a_task_limited_to_it(void **)
+{
+	if (tested_base.compare(0, 8, "modular-") == 0)
+		skip();
+	Session session("idle_worker_wakes_for_a_task_limited_to_it");
+	uint32_t only[kWorkers] = {};
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest();
+		struct starpu_task *task = session.increment_task();
+		only[0] = 1u << (round % kWorkers);
+		task->workerids = only;
+		task->workerids_len = 1;
+		assert_int_equal(starpu_task_submit(task), 0);
+		starpu_task_wait_for_all();
+	}
+	session.finish(kRounds);
+}
+
+/* A task submitted to a second context of fusing holding one worker. */
+void idle_worker_wakes_for_a_task_of_another_context(void **)
+{
+	Session session("idle_worker_wakes_for_a_task_of_another_context");
+	int second_worker[] = {1};
+	const unsigned context = starpu_sched_ctx_create(second_worker, 1, "second", STARPU_SCHED_CTX_POLICY_STRUCT,
+							 starpu_fusing_policy(), 0);
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest();
+		assert_int_equal(starpu_task_submit_to_ctx(session.increment_task(), context), 0);
+		starpu_task_wait_for_all_in_ctx(context);
+	}
+	starpu_sched_ctx_delete(context);
+	session.finish(kRounds);
+}
+
+/* A worker also in a context of another policy (eager) keeps polling:
+ * that policy's pushes would not wake it.  The other worker rests, but the
+ * polling one may take every task of the first context: no wake-up is
+ * required. */
+void idle_worker_of_a_context_of_another_policy_polls(void **)
+{
+	Session session("idle_worker_of_a_context_of_another_policy_polls");
+	int second_worker[] = {1};
+	const unsigned context = starpu_sched_ctx_create(second_worker, 1, "eager", STARPU_SCHED_CTX_POLICY_NAME, "eager", 0);
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest(1);
+		assert_int_equal(starpu_task_submit_to_ctx(session.increment_task(), context), 0);
+		starpu_task_wait_for_all_in_ctx(context);
+		session.wait_until_workers_rest(1);
+		assert_int_equal(starpu_task_submit(session.increment_task()), 0);
+		starpu_task_wait_for_all();
+	}
+	starpu_sched_ctx_delete(context);
+	session.finish(2 * kRounds, false);
+}
+
+/* A task waiting for a tag the program notifies. */
+void idle_worker_wakes_for_a_task_a_tag_releases(void **)
+{
+	Session session("idle_worker_wakes_for_a_task_a_tag_releases");
+	for (long round = 0; round < kRounds; round++) {
+		const starpu_tag_t tag = 1000 + round;
+		struct starpu_task *task = session.increment_task();
+		task->use_tag = 1;
+		task->tag_id = tag + kRounds;
+		starpu_tag_declare_deps(task->tag_id, 1, tag);
+		assert_int_equal(starpu_task_submit(task), 0);
+		session.wait_until_workers_rest();
+		starpu_tag_notify_from_apps(tag);
+		assert_int_equal(starpu_tag_wait(task->tag_id), 0);
+	}
+	session.finish(kRounds);
+}
+
+/* A task waiting for data the program holds, until it releases it. */
+void idle_worker_wakes_for_a_task_released_data_readies(void **)
+{
+	Session session("idle_worker_wakes_for_a_task_released_data_readies");
+	for (long round = 0; round < kRounds; round++) {
+		assert_int_equal(starpu_data_acquire(session.handle, STARPU_RW), 0);
+		assert_int_equal(starpu_task_submit(session.increment_task()), 0);
+		session.wait_until_workers_rest();
+		starpu_data_release(session.handle);
+		starpu_task_wait_for_all();
+	}
+	session.finish(kRounds);
+}
+
+/* Tasks submitted while StarPU is paused, run once it resumes. */
+void idle_worker_wakes_after_a_pause(void **)
+{
+	Session session("idle_worker_wakes_after_a_pause");
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest();
+		starpu_pause();
+		assert_int_equal(starpu_task_submit(session.increment_task()), 0);
+		starpu_resume();
+		starpu_task_wait_for_all();
+	}
+	session.finish(kRounds);
+}
+
+/* A task one worker's callback submits, pinned to the other worker. */
+void pin_to_other_worker(struct starpu_task *task, unsigned from)
+{
+	task->execute_on_a_specific_worker = 1;
+	task->workerid = (from + 1) % kWorkers;
+}
+Session *chained_session = nullptr;
+long chain_left = 0;
+void submit_next_link(void *arg)
+{
+	const unsigned from = static_cast<unsigned>(reinterpret_cast<uintptr_t>(arg));
+	if (--chain_left <= 0)
+		return;
+	struct starpu_task *task = chained_session->increment_task();
+	pin_to_other_worker(task, from);
+	task->callback_func = submit_next_link;
+	task->callback_arg = reinterpret_cast<void *>(static_cast<uintptr_t>(task->workerid));
+	assert_int_equal(starpu_task_submit(task), 0);
+}
+void idle_worker_wakes_for_a_task_a_callback_submits(void **)
+{
+	Session session("idle_worker_wakes_for_a_task_a_callback_submits");
+	chained_session = &session;
+	chain_left = 200;
+	session.wait_until_workers_rest();
+	struct starpu_task *task = session.increment_task();
+	pin_to_other_worker(task, 1);
+	task->callback_func = submit_next_link;
+	task->callback_arg = reinterpret_cast<void *>(uintptr_t{0});
+	assert_int_equal(starpu_task_submit(task), 0);
+	starpu_task_wait_for_all();
+	session.finish(200);
+}
+
+/* starpu_shutdown while both workers rest: StarPU wakes them to stop
+ * (the watchdog turns a hang into a failure).  The statistics are read
+ * before that wake-up. */
+void idle_workers_stop_at_shutdown(void **)
+{
+	Session session("idle_workers_stop_at_shutdown");
+	assert_int_equal(starpu_task_submit(session.increment_task()), 0);
+	starpu_task_wait_for_all();
+	session.wait_until_workers_rest();
+	session.finish(1, false);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		std::fprintf(stderr, "usage: %s BASE[.idle]\n", argv[0]);
+		return 99;
+	}
+	const TestedPolicy tested = tested_policy_from_file(argv[1], ".idle");
+	tested_base = tested.base;
+	configure_tested_policy(tested);
+	setenv("STARPU_NCPU", "2", 1);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(idle_worker_wakes_for_a_pushed_task),
+		cmocka_unit_test(idle_worker_wakes_for_a_task_pinned_to_it),
+		cmocka_unit_test(idle_worker_wakes_for_a_task_limited_to_it),
+		cmocka_unit_test(idle_worker_wakes_for_a_task_of_another_context),
+		cmocka_unit_test(idle_worker_of_a_context_of_another_policy_polls),
+		cmocka_unit_test(idle_worker_wakes_for_a_task_a_tag_releases),
+		cmocka_unit_test(idle_worker_wakes_for_a_task_released_data_readies),
+		cmocka_unit_test(idle_worker_wakes_after_a_pause),
+		cmocka_unit_test(idle_worker_wakes_for_a_task_a_callback_submits),
+		cmocka_unit_test(idle_workers_stop_at_shutdown),
+	};
+	return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
