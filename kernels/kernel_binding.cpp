@@ -9,8 +9,9 @@
 
 namespace fusing {
 
-KernelBinding::KernelBinding(const kernels::PackEntry &entry, std::string codelet_name, std::vector<enum starpu_data_access_mode> modes)
-	: entry_(entry), codelet_name_(std::move(codelet_name)), modes_(std::move(modes))
+KernelBinding::KernelBinding(const kernels::PackEntry &entry, std::string codelet_name, starpu_cpu_func_t cpu_function,
+			     std::vector<enum starpu_data_access_mode> modes)
+	: entry_(entry), codelet_name_(std::move(codelet_name)), cpu_function_(cpu_function), modes_(std::move(modes))
 {
 }
 
@@ -82,12 +83,13 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 		     entry_.name, codelet_name_.c_str(), reason, tasks.size());
 }
 
-KernelRun KernelBinding::run(unsigned ntasks, void **task_buffers[], void *task_args[], const std::function<void(unsigned)> &run_own)
+KernelRun KernelBinding::run(const struct starpu_codelet *cl, unsigned ntasks, void **task_buffers[], void *task_args[],
+			     const std::function<void(unsigned)> &run_own)
 {
 	std::vector<unsigned> indices;
 	std::vector<void **> tasks;
 	std::vector<Shape> shapes;
-	const bool usable = !dropped();
+	const bool usable = !dropped() && cl->cpu_funcs[0] == cpu_function_;
 	for (unsigned t = 0; t < ntasks; t++) {
 		if (usable && !task_args[t] && kernels::task_accepted(entry_, task_buffers[t])) {
 			indices.push_back(t);
@@ -177,7 +179,8 @@ bool KernelBindings::may_bind(const struct starpu_codelet *cl)
 		return false;
 	std::lock_guard<std::mutex> lock(mutex_);
 	for (const auto &binding : bindings_)
-		if (binding.first.first == cl && binding.second && binding.second->dropped())
+		if (std::get<0>(binding.first) == cl && std::get<1>(binding.first) == cl->cpu_funcs[0] && binding.second &&
+		    binding.second->dropped())
 			return false;
 	return true;
 }
@@ -187,7 +190,8 @@ KernelBinding *KernelBindings::binding_for(const struct starpu_codelet *cl, cons
 	if (!named_by_an_entry(cl))
 		return nullptr;
 	std::lock_guard<std::mutex> lock(mutex_);
-	auto key = std::make_pair(cl, modes);
+	const starpu_cpu_func_t function = cl->cpu_funcs[0];
+	Key key{cl, function, modes};
 	auto it = bindings_.find(key);
 	if (it == bindings_.end()) {
 		std::unique_ptr<KernelBinding> binding;
@@ -196,10 +200,18 @@ KernelBinding *KernelBindings::binding_for(const struct starpu_codelet *cl, cons
 			for (std::size_t b = 0; b < modes.size(); b++)
 				same_modes = same_modes && entry->buffers[b].mode == modes[b];
 			if (same_modes) {
-				binding = std::make_unique<KernelBinding>(*entry, codelet_family_name(cl), modes);
+				binding = std::make_unique<KernelBinding>(*entry, codelet_family_name(cl), function, modes);
 				break;
 			}
 		}
+		if (binding)
+			for (const auto &earlier : bindings_)
+				if (std::get<0>(earlier.first) == cl && std::get<2>(earlier.first) == modes && earlier.second) {
+					std::fprintf(stderr, "starpu-fusing: codelet '%s' has another CPU function than when kernel pack entry "
+						     "'%s' was bound to it: the entry is verified again before its results are used\n",
+						     codelet_family_name(cl).c_str(), binding->entry().name);
+					break;
+				}
 		it = bindings_.emplace(std::move(key), std::move(binding)).first;
 	}
 	KernelBinding *binding = it->second.get();

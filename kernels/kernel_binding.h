@@ -55,6 +55,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace fusing {
@@ -68,7 +69,9 @@ struct KernelRun {
 
 class KernelBinding {
 public:
-	KernelBinding(const kernels::PackEntry &entry, std::string codelet_name,
+	/* cpu_function: the codelet's CPU function when bound; what is
+	 * verified is that function. */
+	KernelBinding(const kernels::PackEntry &entry, std::string codelet_name, starpu_cpu_func_t cpu_function,
 		      std::vector<enum starpu_data_access_mode> modes);
 
 	const kernels::PackEntry &entry() const { return entry_; }
@@ -83,10 +86,14 @@ public:
 	 * attempt. */
 	static constexpr std::uint64_t kLongestVerificationGap = 64;
 
-	/* Runs a batch's tasks, buffers and cl_arg as the codelet's function
-	 * gets them; run_own(t) runs task t with the codelet's own function.
+	/* Runs a batch of cl's tasks, buffers and cl_arg as the codelet's
+	 * function gets them; run_own(t) runs task t with the codelet's own
+	 * function.  When cl's CPU function is no longer the one bound (the
+	 * program changed it since the batch was built), every task runs it:
+	 * StarPU too calls the function a codelet has when its task runs.
 	 * The worker running the batch. */
-	KernelRun run(unsigned ntasks, void **task_buffers[], void *task_args[], const std::function<void(unsigned)> &run_own);
+	KernelRun run(const struct starpu_codelet *cl, unsigned ntasks, void **task_buffers[], void *task_args[],
+		      const std::function<void(unsigned)> &run_own);
 
 	/* One statistics line. */
 	void print(FILE *stream) const;
@@ -107,6 +114,7 @@ private:
 
 	const kernels::PackEntry &entry_;
 	const std::string codelet_name_;
+	const starpu_cpu_func_t cpu_function_;
 	const std::vector<enum starpu_data_access_mode> modes_;
 	std::atomic<bool> dropped_{false};
 	mutable std::mutex mutex_;
@@ -132,9 +140,12 @@ public:
 	 * lock-free for codelets no entry matches. */
 	bool may_bind(const struct starpu_codelet *cl);
 
-	/* The binding of cl's tasks submitted with modes, or null (no entry
-	 * matches, or it was dropped).  The thread building a batch or a
-	 * group; takes mutex_. */
+	/* The binding of cl's tasks submitted with modes, with cl's CPU
+	 * function as it is now, or null (no entry matches, or it was
+	 * dropped).  A codelet whose function the program changed gets a new
+	 * binding, verified again before its kernel's results are used (one
+	 * line says so).  The thread building a batch or a group; takes
+	 * mutex_. */
 	KernelBinding *binding_for(const struct starpu_codelet *cl, const std::vector<enum starpu_data_access_mode> &modes);
 
 	/* One line per binding made (STARPU_FUSING_STATS). */
@@ -149,9 +160,10 @@ private:
 	const std::vector<const kernels::PackEntry *> enabled_;
 	CodeletSelection named_; /* may_bind's first test: some entry's names and buffer count match */
 	mutable std::mutex mutex_;
-	/* (codelet, modes) -> binding, null when no entry takes those modes; mutex_. */
-	std::map<std::pair<const struct starpu_codelet *, std::vector<enum starpu_data_access_mode>>, std::unique_ptr<KernelBinding>>
-		bindings_;
+	/* (codelet, its CPU function, modes) -> binding, null when no entry
+	 * takes those modes; mutex_. */
+	using Key = std::tuple<const struct starpu_codelet *, starpu_cpu_func_t, std::vector<enum starpu_data_access_mode>>;
+	std::map<Key, std::unique_ptr<KernelBinding>> bindings_;
 };
 
 /* The entries STARPU_FUSING_KERNELS lets bind (Config::kernel_entries):

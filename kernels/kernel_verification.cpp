@@ -83,11 +83,17 @@ void point_at(void *interface, uintptr_t data)
  * written buffers. */
 struct Changes {
 	bool all_finite = true;
-	unsigned changed = 0;    /* elements the codelet changed */
+	unsigned changed = 0;    /* elements the codelet changed by more than their bound */
 	double first_change = 0.0;
 	bool different_changes = false;
 
-	void saw(double before, double own, double kernel, bool only_written)
+	/* bound: how far the kernel's value may be from own and still agree.
+	 * A change within it tells nothing: a kernel that computed anything
+	 * else, or nothing, would have agreed as well.  Integers read as
+	 * floating-point numbers are such changes (small ones are subnormal,
+	 * below the bound's smallest normal number; larger ones move by a few
+	 * units in the last place). */
+	void saw(double before, double own, double kernel, bool only_written, double bound)
 	{
 		if (!std::isfinite(own) || !std::isfinite(kernel)) {
 			all_finite = false;
@@ -104,7 +110,7 @@ struct Changes {
 			change = own == before ? 0.0 : own;
 		else
 			change = std::isfinite(before) ? own - before : own;
-		if (change == 0.0)
+		if (!(std::fabs(change) > bound))
 			return;
 		if (changed++ == 0)
 			first_change = change;
@@ -138,7 +144,7 @@ void compare_elements(void *original, const unsigned char *before_data, const un
 			difference = std::fabs(a - b);
 		if (difference > bound)
 			result.within_bound = false;
-		changes.saw(double(before[i]), a, b, only_written);
+		changes.saw(double(before[i]), a, b, only_written, bound);
 		/* Reported: the element furthest beyond (or least within) its bound. */
 		if (difference / bound > result.largest_difference / result.bound || result.bound == 0.0) {
 			result.largest_difference = difference;

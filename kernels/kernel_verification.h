@@ -37,10 +37,13 @@ struct Comparison {
 	/* Whether agreeing results say anything: every written element is
 	 * finite on both sides (NaN and infinities propagate through most
 	 * arithmetic alike), and the codelet changed at least two elements by
-	 * different amounts (all-zero inputs change an accumulated output by
-	 * 0 whatever the arithmetic, and a constant change hides a scale).  An
-	 * element of a buffer only written (STARPU_W), or that was not finite
-	 * before, changes by its new value. */
+	 * different amounts, each larger than the bound (all-zero inputs
+	 * change an accumulated output by 0 whatever the arithmetic, a constant
+	 * change hides a scale, and a change within the bound would have
+	 * agreed with any kernel: integers read as floating-point numbers
+	 * change by subnormal numbers or by a few units in the last place).
+	 * An element of a buffer only written (STARPU_W), or that was not
+	 * finite before, changes by its new value. */
 	bool informative = false;
 	/* At the element whose difference is the largest part of its bound:
 	 * infinity for a NaN on one side only, or differing bytes. */

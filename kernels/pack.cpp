@@ -112,6 +112,19 @@ const PackEntry *pack_entry_named(const std::string &name)
 	return nullptr;
 }
 
+bool writes_over_another_buffer(const PackEntry &entry, void **buffers)
+{
+	for (std::size_t b = 0; b < entry.buffers.size(); b++) {
+		if (!(entry.buffers[b].mode & STARPU_W))
+			continue;
+		const MemoryRange written = memory_range_of(buffers[b]);
+		for (std::size_t other = 0; other < entry.buffers.size(); other++)
+			if (other != b && written.overlaps(memory_range_of(buffers[other])))
+				return true;
+	}
+	return false;
+}
+
 bool task_accepted(const PackEntry &entry, void **buffers)
 {
 	const std::size_t element_size = element_size_of(buffers[0]);
@@ -120,7 +133,7 @@ bool task_accepted(const PackEntry &entry, void **buffers)
 	for (std::size_t b = 0; b < entry.buffers.size(); b++)
 		if (!(interface_bit_of(buffers[b]) & entry.buffers[b].interfaces) || element_size_of(buffers[b]) != element_size)
 			return false;
-	return entry.layout_accepted(buffers);
+	return entry.layout_accepted(buffers) && !writes_over_another_buffer(entry, buffers);
 }
 
 void run_accepted_tasks(const PackEntry &entry, unsigned ntasks, void **task_buffers[])

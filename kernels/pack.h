@@ -9,8 +9,12 @@
  * in known_as, it has buffers.size() buffers, and its tasks were submitted
  * with the entry's modes.  It runs a task of that codelet when each buffer
  * has one of the interfaces the entry lists for it, all of them hold
- * elements of 4 bytes (run as float) or all of 8 bytes (run as double), and
- * layout_accepted says the shapes fit; the batch's other tasks run the
+ * elements of 4 bytes (run as float) or all of 8 bytes (run as double),
+ * layout_accepted says the shapes fit, and no buffer it writes overlaps
+ * another of its buffers in memory (the same handle twice, or views of one
+ * memory): the kernels read every input of a group before writing any
+ * output, where the codelet's loops may read what they just wrote, and
+ * the two orders give different results.  The batch's other tasks run the
  * codelet's own function.  Element sizes cannot tell a double from an
  * int64_t: that, and any other difference between what the codelet
  * computes and what the entry computes, is for the verification to find. */
@@ -51,7 +55,7 @@ const std::vector<PackEntry> &kernel_pack();
 const PackEntry *pack_entry_named(const std::string &name);
 
 /* Whether entry runs a task with these buffers (interfaces, element
- * sizes, layout); pure. */
+ * sizes, layout, no written buffer over another); pure. */
 bool task_accepted(const PackEntry &entry, void **buffers);
 
 /* Runs tasks entry accepted, each through run_float or run_double by its

@@ -107,6 +107,34 @@ Vector<T> vector_of(void *interface)
 	return Vector<T>{reinterpret_cast<T *>(v->ptr), v->nx};
 }
 
+/* The bytes an interface interface_bit_of() knows spans, from its first
+ * element to the end of its last (padding between rows included);
+ * begin == end when it holds no element. */
+struct MemoryRange {
+	uintptr_t begin, end;
+	bool overlaps(const MemoryRange &other) const { return begin < other.end && other.begin < end; }
+};
+
+inline MemoryRange memory_range_of(void *interface)
+{
+	const std::size_t element = element_size_of(interface);
+	std::size_t elements = 0; /* offset of the last element, plus one */
+	switch (interface_id_of(interface)) {
+	case STARPU_VECTOR_INTERFACE_ID: elements = static_cast<struct starpu_vector_interface *>(interface)->nx; break;
+	case STARPU_MATRIX_INTERFACE_ID:
+	case STARPU_BLOCK_INTERFACE_ID: {
+		const Grid<char> grid = grid_of<char>(interface);
+		if (grid.nx && grid.ny && grid.nz)
+			elements = (grid.nz - 1) * grid.ldz + (grid.ny - 1) * grid.ldy + grid.nx;
+		break;
+	}
+	case STARPU_VARIABLE_INTERFACE_ID: elements = 1; break;
+	default: break;
+	}
+	const uintptr_t begin = with_known_interface(interface, [](auto *known) { return known->ptr; }, uintptr_t(0));
+	return MemoryRange{begin, begin + elements * element};
+}
+
 } // namespace kernels
 } // namespace fusing
 

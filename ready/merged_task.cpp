@@ -83,7 +83,8 @@ void run_batch(void *buffers[], void *arg)
 					 batch->batched->batch_arg);
 	} else if (batch->kernel) {
 		TaskBufferViews views(*batch, buffers);
-		const KernelRun ran = batch->kernel->run(static_cast<unsigned>(ntasks), views.task_buffers.data(), views.task_args.data(), [&](unsigned i) {
+		const KernelRun ran = batch->kernel->run(batch->family->key.codelet, static_cast<unsigned>(ntasks), views.task_buffers.data(),
+							 views.task_args.data(), [&](unsigned i) {
 			run_member(batch->members[i]->task(), views.task_buffers[i], ntasks, &batch->buffer_of_use[i * batch->family->key.nbuffers]);
 		});
 		for (unsigned i : ran.tasks)

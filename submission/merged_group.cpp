@@ -144,7 +144,8 @@ void run_phase(RunningGroup &group, Phase &phase, std::vector<void *> &uses)
 		if (phase.batched) {
 			phase.batched->cpu_func(static_cast<unsigned>(count), task_buffers.data(), task_args.data(), phase.batched->batch_arg);
 		} else {
-			const KernelRun ran = phase.kernel->run(static_cast<unsigned>(count), task_buffers.data(), task_args.data(),
+			const KernelRun ran = phase.kernel->run(group.members[phase.begin]->cl, static_cast<unsigned>(count), task_buffers.data(),
+								task_args.data(),
 								[&](unsigned i) { group.run_alone(phase.begin + i, task_buffers[i]); });
 			for (unsigned i : ran.tasks)
 				if (starpu_profiles(group.members[phase.begin + i]))

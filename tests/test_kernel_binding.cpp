@@ -347,10 +347,12 @@ void binding_keeps_views_of_one_image_apart(void **)
  * outputs are compared with the host's. */
 std::atomic<double> codelet_scale{1.0};
 
+thread_local double sign_of_scale = 1.0; /* set by subtracting_product_cpu */
+
 void scaled_product_cpu(void *buffers[], void *cl_arg)
 {
 	own_calls++;
-	double scale = codelet_scale;
+	double scale = sign_of_scale * codelet_scale;
 	if (cl_arg)
 		starpu_codelet_unpack_args(cl_arg, &scale);
 	const unsigned rows = STARPU_MATRIX_GET_NY(buffers[0]), columns = STARPU_MATRIX_GET_NX(buffers[0]);
@@ -372,7 +374,17 @@ struct Round {
 	double scale;       /* what the codelet multiplies by */
 	bool scale_as_arg;  /* passed in cl_arg, else codelet_scale */
 	Vectors vectors;
+	/* The program set the codelet's CPU function to one subtracting the
+	 * product (out -= scale * matrix x vector) before this round. */
+	bool subtracting_function = false;
 };
+
+void subtracting_product_cpu(void *buffers[], void *cl_arg)
+{
+	sign_of_scale = -1.0;
+	scaled_product_cpu(buffers, cl_arg);
+	sign_of_scale = 1.0;
+}
 
 /* Runs the rounds in one StarPU session; returns each round's largest
  * relative error (0 for rounds with NaN), and what the library printed. */
@@ -390,6 +402,7 @@ std::vector<double> run_dense_rounds(const std::vector<Round> &rounds, std::stri
 	for (std::size_t r = 0; r < rounds.size(); r++) {
 		const Round &round = rounds[r];
 		codelet_scale = round.scale;
+		scaled_product.cpu_funcs[0] = round.subtracting_function ? subtracting_product_cpu : scaled_product_cpu;
 		std::vector<double> matrix = random_values(kColumns * kRows, 1000 + static_cast<unsigned>(r));
 		std::vector<std::vector<double>> vectors, outputs(kSamples, std::vector<double>(kRows, 0.0));
 		for (unsigned s = 0; s < kSamples; s++) {
@@ -427,7 +440,7 @@ std::vector<double> run_dense_rounds(const std::vector<Round> &rounds, std::stri
 			for (unsigned y = 0; y < kRows; y++) {
 				double expected = 0.0;
 				for (unsigned x = 0; x < kColumns; x++)
-					expected += round.scale * matrix[y * kColumns + x] * vectors[s][x];
+					expected += (round.subtracting_function ? -1.0 : 1.0) * round.scale * matrix[y * kColumns + x] * vectors[s][x];
 				largest = std::max(largest, std::fabs(expected));
 				difference = std::max(difference, std::fabs(outputs[s][y] - expected));
 			}
@@ -435,6 +448,7 @@ std::vector<double> run_dense_rounds(const std::vector<Round> &rounds, std::stri
 	}
 	starpu_shutdown();
 	messages = captured.stop();
+	scaled_product.cpu_funcs[0] = scaled_product_cpu;
 	return errors;
 }
 
@@ -484,6 +498,193 @@ void binding_rechecks_verified_shapes(void **)
 	assert_true(errors.back() <= 1e-9);
 }
 
+/* The program changes the codelet's CPU function after its binding was
+ * verified (to one subtracting the product): StarPU would run the new
+ * function, and so must every later task, whatever batch it is in.  The
+ * entry is verified again against the new function, which catches it. */
+void binding_follows_a_changed_cpu_function(void **)
+{
+	std::vector<Round> rounds(4, Round{1.0, false, Vectors::random});
+	Round subtracting{1.0, false, Vectors::random};
+	subtracting.subtracting_function = true;
+	rounds.insert(rounds.end(), 10, subtracting);
+	std::string messages;
+	const std::vector<double> errors = run_dense_rounds(rounds, messages);
+	for (double error : errors)
+		assert_true(error <= 1e-9);
+	if (!kernels_off)
+		assert_int_equal(count_lines_with(messages, "has another CPU function than when kernel pack entry"), 1);
+}
+
+/* ------------------------------------------- what the kernels must not take
+ * Integers: a codelet named as DAHL names its dense product, on int32 or
+ * int64 elements (4 and 8 bytes, the sizes the entry runs as float and
+ * double), small non-negative values.  Read as floating-point numbers they
+ * are subnormal: no batch may verify the entry, and every output is exact. */
+template <typename T>
+void integer_product_cpu(void *buffers[], void *)
+{
+	own_calls++;
+	const unsigned rows = STARPU_MATRIX_GET_NY(buffers[0]), columns = STARPU_MATRIX_GET_NX(buffers[0]);
+	const unsigned ld = STARPU_MATRIX_GET_LD(buffers[0]);
+	const T *matrix = reinterpret_cast<const T *>(STARPU_MATRIX_GET_PTR(buffers[0]));
+	const T *vector = reinterpret_cast<const T *>(STARPU_VECTOR_GET_PTR(buffers[1]));
+	T *out = reinterpret_cast<T *>(STARPU_VECTOR_GET_PTR(buffers[2]));
+	for (unsigned y = 0; y < rows; y++)
+		for (unsigned x = 0; x < columns; x++)
+			out[y] += matrix[y * ld + x] * vector[x];
+}
+
+template <typename T>
+long wrong_integer_products(unsigned rounds)
+{
+	struct starpu_codelet cl = codelet_like_dahls(integer_product_cpu<T>, nullptr, "matrix_vector_product");
+	constexpr unsigned kSamples = 8, kColumns = 16, kRows = 8;
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	assert_int_equal(starpu_init(&conf), 0);
+	long wrong = 0;
+	for (unsigned r = 0; r < rounds; r++) {
+		std::vector<T> matrix(kColumns * kRows);
+		for (std::size_t i = 0; i < matrix.size(); i++)
+			matrix[i] = T((i * 7 + r) % 10);
+		std::vector<std::vector<T>> vectors(kSamples, std::vector<T>(kColumns)), outputs(kSamples, std::vector<T>(kRows, 0));
+		starpu_data_handle_t matrix_handle;
+		starpu_matrix_data_register(&matrix_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(matrix.data()), kColumns, kColumns, kRows,
+					    sizeof(T));
+		std::vector<starpu_data_handle_t> handles;
+		for (unsigned s = 0; s < kSamples; s++) {
+			for (unsigned x = 0; x < kColumns; x++)
+				vectors[s][x] = T((x * 3 + s + r) % 10);
+			starpu_data_handle_t vector_handle, output_handle;
+			starpu_vector_data_register(&vector_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(vectors[s].data()), kColumns, sizeof(T));
+			starpu_vector_data_register(&output_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(outputs[s].data()), kRows, sizeof(T));
+			handles.push_back(vector_handle);
+			handles.push_back(output_handle);
+			assert_int_equal(starpu_task_insert(&cl, STARPU_R, matrix_handle, STARPU_R, vector_handle, STARPU_W, output_handle, 0), 0);
+		}
+		starpu_task_wait_for_all();
+		starpu_data_unregister(matrix_handle);
+		for (starpu_data_handle_t handle : handles)
+			starpu_data_unregister(handle);
+		for (unsigned s = 0; s < kSamples; s++)
+			for (unsigned y = 0; y < kRows; y++) {
+				T expected = 0;
+				for (unsigned x = 0; x < kColumns; x++)
+					expected += matrix[y * kColumns + x] * vectors[s][x];
+				wrong += outputs[s][y] != expected;
+			}
+	}
+	starpu_shutdown();
+	return wrong;
+}
+
+void binding_verifies_nothing_on_integers(void **)
+{
+	assert_int_equal(wrong_integer_products<int32_t>(6), 0);
+	assert_int_equal(wrong_integer_products<int64_t>(6), 0);
+}
+
+/* A task whose output is also one of its inputs: the codelet's loops read
+ * what they have just written, the kernels read every input first.  Such a
+ * task never runs in a kernel: the results are the codelet's own, exactly.
+ * A first round of one task (a batch of one runs the kernel's plain loops,
+ * in the codelet's order, and would verify the shape), then rounds of 8
+ * tasks sharing one matrix (batches of several: the kernel's grouped
+ * path), each task's vector being its own output (the same handle twice);
+ * the same with a cross-correlation whose filter is its output. */
+void product_into_its_input_cpu(void *buffers[], void *cl_arg)
+{
+	scaled_product_cpu(buffers, cl_arg);
+}
+struct starpu_codelet product_into_its_input = codelet_like_dahls(product_into_its_input_cpu, nullptr, "matrix_vector_product");
+struct starpu_codelet correlation_into_its_filter = codelet_like_dahls(dahl_convolution_2d_cpu, nullptr, "convolution_2d");
+
+void binding_runs_no_task_whose_output_is_an_input(void **)
+{
+	constexpr unsigned kMostSamples = 8, kSize = 6, kFilter = 3;
+	codelet_scale = 1.0;
+	struct starpu_conf conf;
+	starpu_conf_init(&conf);
+	conf.sched_policy = starpu_fusing_policy();
+	assert_int_equal(starpu_init(&conf), 0);
+	double worst = 0.0;
+	for (unsigned r = 0; r < 6; r++) {
+		const unsigned kSamples = r == 0 ? 1 : kMostSamples;
+		/* out += M out, on the same handle */
+		std::vector<double> matrix = random_values(kSize * kSize, 300 + r);
+		std::vector<std::vector<double>> vectors, expected;
+		for (unsigned s = 0; s < kSamples; s++)
+			vectors.push_back(random_values(kSize, 400 + r * kSamples + s));
+		expected = vectors;
+		starpu_data_handle_t matrix_handle;
+		starpu_matrix_data_register(&matrix_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(matrix.data()), kSize, kSize, kSize,
+					    sizeof(double));
+		std::vector<starpu_data_handle_t> handles(kSamples);
+		for (unsigned s = 0; s < kSamples; s++) {
+			starpu_vector_data_register(&handles[s], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(vectors[s].data()), kSize, sizeof(double));
+			assert_int_equal(starpu_task_insert(&product_into_its_input, STARPU_R, matrix_handle, STARPU_R, handles[s], STARPU_W, handles[s], 0), 0);
+		}
+		starpu_task_wait_for_all();
+		starpu_data_unregister(matrix_handle);
+		for (starpu_data_handle_t handle : handles)
+			starpu_data_unregister(handle);
+		for (unsigned s = 0; s < kSamples; s++) {
+			struct starpu_matrix_interface m = {};
+			struct starpu_vector_interface v = {};
+			m.id = STARPU_MATRIX_INTERFACE_ID;
+			m.ptr = reinterpret_cast<uintptr_t>(matrix.data());
+			m.nx = m.ny = m.ld = kSize;
+			m.elemsize = sizeof(double);
+			v.id = STARPU_VECTOR_INTERFACE_ID;
+			v.ptr = reinterpret_cast<uintptr_t>(expected[s].data());
+			v.nx = kSize;
+			v.elemsize = sizeof(double);
+			void *buffers[] = {&m, &v, &v};
+			scaled_product_cpu(buffers, nullptr);
+			for (unsigned i = 0; i < kSize; i++)
+				worst = std::max(worst, std::fabs(vectors[s][i] - expected[s][i]));
+		}
+		/* out = image * filter, on the filter's handle: a 5x5 image makes a
+		 * 3x3 output, the filter's shape. */
+		const unsigned image_size = kFilter + kFilter - 1;
+		std::vector<double> image = random_values(image_size * image_size, 500 + r);
+		std::vector<std::vector<double>> filters, expected_filters;
+		for (unsigned s = 0; s < kSamples; s++)
+			filters.push_back(random_values(kFilter * kFilter, 600 + r * kSamples + s));
+		expected_filters = filters;
+		starpu_data_handle_t image_handle;
+		starpu_matrix_data_register(&image_handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(image.data()), image_size, image_size,
+					    image_size, sizeof(double));
+		for (unsigned s = 0; s < kSamples; s++) {
+			starpu_matrix_data_register(&handles[s], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(filters[s].data()), kFilter, kFilter, kFilter,
+						    sizeof(double));
+			assert_int_equal(starpu_task_insert(&correlation_into_its_filter, STARPU_R, image_handle, STARPU_R, handles[s], STARPU_W, handles[s], 0),
+					 0);
+		}
+		starpu_task_wait_for_all();
+		starpu_data_unregister(image_handle);
+		for (starpu_data_handle_t handle : handles)
+			starpu_data_unregister(handle);
+		for (unsigned s = 0; s < kSamples; s++) {
+			struct starpu_matrix_interface in = {}, filter = {};
+			in.id = filter.id = STARPU_MATRIX_INTERFACE_ID;
+			in.ptr = reinterpret_cast<uintptr_t>(image.data());
+			in.nx = in.ny = in.ld = image_size;
+			filter.ptr = reinterpret_cast<uintptr_t>(expected_filters[s].data());
+			filter.nx = filter.ny = filter.ld = kFilter;
+			in.elemsize = filter.elemsize = sizeof(double);
+			void *buffers[] = {&in, &filter, &filter};
+			dahl_convolution_2d<double>(buffers);
+			for (unsigned i = 0; i < kFilter * kFilter; i++)
+				worst = std::max(worst, std::fabs(filters[s][i] - expected_filters[s][i]));
+		}
+	}
+	starpu_shutdown();
+	assert_true(worst == 0.0);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -510,6 +711,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(binding_runs_no_task_with_an_argument_in_the_kernel),
 		cmocka_unit_test(binding_trusts_no_batch_that_cannot_tell),
 		cmocka_unit_test(binding_rechecks_verified_shapes),
+		cmocka_unit_test(binding_follows_a_changed_cpu_function),
+		cmocka_unit_test(binding_verifies_nothing_on_integers),
+		cmocka_unit_test(binding_runs_no_task_whose_output_is_an_input),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
