@@ -445,6 +445,7 @@ void Engine::print_statistics(FILE *stream) const
 			     (unsigned long long)(caps_.close_at_bytes / 1024), (unsigned long long)collector_->memory_closes());
 	if (config_.idle_workers_sleep)
 		idle_workers::print(stream);
+	print_cpu_time(stream, starpu_timing_now() - profiling_started_us_);
 	print_worker_report(stream, starpu_timing_now() - profiling_started_us_,
 			    idle_with_nothing_held_.load(std::memory_order_relaxed));
 }

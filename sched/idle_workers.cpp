@@ -17,7 +17,7 @@ namespace idle_workers {
 namespace {
 
 /* Bounds on the polling before a rest (spin_us). */
-constexpr double kShortestSpin_us = 5.0, kLongestSpin_us = 200.0;
+constexpr double kShortestSpin_us = 5.0, kLongestSpin_us = 100.0;
 /* The first microseconds of idleness are polled as StarPU does: a task
  * often follows at once (a successor its last task released), and a
  * sched_yield() per poll costs 1-2 µs here (a pinned chain alternating two
@@ -126,8 +126,11 @@ void note_wakeup_latency(double woken_at_us)
 {
 	if (woken_at_us <= 0.0)
 		return;
-	const double latency = starpu_timing_now() - woken_at_us;
 	const double average = wakeup_latency_us.load(std::memory_order_relaxed);
+	/* A sample counts at most twice the average: a worker preempted
+	 * before it could run again (a loaded machine) measures the load, not
+	 * the wake-up, and polling longer would only add to that load. */
+	const double latency = std::min(starpu_timing_now() - woken_at_us, 2.0 * average);
 	wakeup_latency_us.store(average + (latency - average) / 8.0, std::memory_order_relaxed);
 }
 

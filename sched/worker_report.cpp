@@ -3,6 +3,8 @@
 
 #include <starpu.h>
 
+#include <sys/resource.h>
+
 namespace fusing {
 
 void print_worker_report(FILE *stream, double session_us, std::uint64_t idle_with_nothing_held)
@@ -44,6 +46,17 @@ void print_worker_report(FILE *stream, double session_us, std::uint64_t idle_wit
 			     "the program does not give them enough ready tasks (it submits more slowly than they run, "
 			     "or its graph has too little parallelism), which no scheduler can fix\n",
 			     100.0 * sleeping_total / time_total, (unsigned long long)idle_with_nothing_held);
+}
+
+void print_cpu_time(FILE *stream, double session_us)
+{
+	struct rusage usage;
+	if (getrusage(RUSAGE_SELF, &usage) != 0)
+		return;
+	const double user = double(usage.ru_utime.tv_sec) + double(usage.ru_utime.tv_usec) * 1e-6;
+	const double system = double(usage.ru_stime.tv_sec) + double(usage.ru_stime.tv_usec) * 1e-6;
+	std::fprintf(stream, "[starpu-fusing] CPU time of the process: %.3f s user + %.3f s system = %.3f CPU-seconds, "
+		     "over %.3f s of wall time since the policy started\n", user, system, user + system, session_us * 1e-6);
 }
 
 } // namespace fusing

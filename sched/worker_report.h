@@ -25,6 +25,11 @@ namespace fusing {
  * thread calling starpu_shutdown. */
 void print_worker_report(FILE *stream, double session_us, std::uint64_t idle_with_nothing_held);
 
+/* One line: the process's CPU time so far (user and system, every thread:
+ * getrusage), beside session_us of wall time since the policy started:
+ * what a run costs in CPU-seconds, the energy half of a comparison. */
+void print_cpu_time(FILE *stream, double session_us);
+
 } // namespace fusing
 
 #endif

@@ -5,7 +5,7 @@
 # run.  DAHL (github PhoqueEberlue/dahl) is not part of this project: build
 # it against StarPU 1.4 and this project against the same StarPU.
 #
-#   run_dahl.sh [-runs N] [-epochs E] [-workers W] [-data DIR] [-only LABELS] -out DIR BASIC_CNN
+#   run_dahl.sh [-runs N] [-epochs E] [-workers W] [-data DIR] [-only LABELS] [-blocking LIBDIR] -out DIR BASIC_CNN
 #
 # Each run trains E epochs (default 4) of DAHL's built-in synthetic dataset
 # at DAHL_IMG x DAHL_IMG (default 28), whose images are all zeros
@@ -18,7 +18,13 @@
 # E-1; the table gives the median over runs (min-max), every configuration
 # run once per round, rounds one after another.  -workers sets STARPU_NCPU
 # (default: StarPU's, one CPU worker per core).  -only runs the configurations
-# named (comma-separated labels of the list below).
+# named (comma-separated labels of the list below).  -blocking LIBDIR adds
+# the built-in policies run against another build of StarPU, the one in
+# LIBDIR (through LD_LIBRARY_PATH: StarPU built with
+# --enable-blocking-drivers, whose workers sleep), labelled NAME-blocking.
+# Beside each epoch's seconds: the process's CPU-seconds in it (user +
+# system of every thread, /proc/PID/stat) and its main thread's
+# (/proc/PID/task/PID/schedstat), the thread that submits every task.
 # Writes DIR/dahl_runs.csv (one line per epoch) and DIR/dahl_stats.txt,
 # prints Markdown.  Environment: FUSING_LAUNCHER, STARPU_FUSING_LIBRARY (a
 # build of this project for StarPU 1.4).
@@ -28,6 +34,7 @@ epochs=4
 out=.
 data=
 only=
+blocking=
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-runs) runs=$2; shift 2 ;;
@@ -36,11 +43,12 @@ while [ $# -gt 1 ]; do
 	-out) out=$2; shift 2 ;;
 	-data) data=$(cd "$2" && pwd); shift 2 ;;
 	-only) only=$2; shift 2 ;;
+	-blocking) blocking=$(cd "$2" && pwd); shift 2 ;;
 	*) break ;;
 	esac
 done
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-	echo "usage: $0 [-runs N] [-epochs E] [-workers W] [-data DIR] [-only LABELS] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
+	echo "usage: $0 [-runs N] [-epochs E] [-workers W] [-data DIR] [-only LABELS] [-blocking LIBDIR] -out DIR BASIC_CNN (DAHL's examples/basic_cnn, built)" >&2
 	exit 2
 fi
 program=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
@@ -68,41 +76,69 @@ fusing-both-kernels fusing auto both on sleep
 fusing-both-no-kernels fusing off both on sleep
 fusing-both-no-elision fusing auto both off sleep
 fusing-both-polling fusing auto both on poll"
+if [ -n "$blocking" ]; then
+	configurations="$configurations
+eager-blocking builtin eager
+lws-blocking builtin lws
+ws-blocking builtin ws
+dmda-blocking builtin dmda
+dmdas-blocking builtin dmdas"
+fi
 if [ -n "$only" ]; then
 	configurations=$(echo "$configurations" | awk -v only=",$only," 'index(only, "," $1 ",")')
 	[ -n "$configurations" ] || { echo "-only $only: no such configuration" >&2; exit 2; }
 fi
 
-# Runs the configuration; prints "seconds_since_start epoch loss accuracy"
-# per epoch line (DAHL's stdout is line-buffered through stdbuf, so that
-# each line is read as it is printed).
-run_once() { # HOW ARG1 ARG2 ARG3 ARG4
+# The process's CPU-seconds so far (utime + stime of /proc/PID/stat, in
+# clock ticks: fields 14 and 15 once the command's name, which may hold
+# spaces, is cut off) and its main thread's (schedstat, nanoseconds).
+ticks=$(getconf CLK_TCK)
+cpu_seconds() { # PID
+	sed 's/^.*) //' "/proc/$1/stat" | awk -v t="$ticks" '{ printf "%.3f", ($12 + $13) / t }'
+}
+main_thread_seconds() { # PID
+	awk '{ printf "%.3f", $1 / 1e9 }' "/proc/$1/task/$1/schedstat"
+}
+
+# Runs the configuration; prints "seconds_since_start epoch loss accuracy
+# cpu_seconds_since_start main_thread_seconds_since_start" per epoch line
+# (DAHL's stdout is line-buffered through stdbuf, so that each line is read
+# as it is printed; the program's PID is its shell's, which execs it).
+run_once() { # LABEL HOW ARG1 ARG2 ARG3 ARG4
 	start=$(date +%s.%N)
+	pidfile="$out/run.pid"
+	rm -f "$pidfile"
+	library_path=${LD_LIBRARY_PATH:-}
+	case "$1" in *-blocking) library_path="$blocking${library_path:+:$library_path}" ;; esac
 	(
 		cd "$out"
-		case "$1" in
-		builtin) STARPU_SCHED=$2 stdbuf -oL "$program" ${images:+"$images" "$labels"} ;;
-		fusing) STARPU_FUSING_KERNELS=$2 STARPU_FUSING_MODE=$3 STARPU_FUSING_PLAN_ELISION=$4 STARPU_FUSING_IDLE_WORKERS=$5 \
-			stdbuf -oL "$launcher" "$program" ${images:+"$images" "$labels"} ;;
+		case "$2" in
+		builtin) STARPU_SCHED=$3 LD_LIBRARY_PATH=$library_path sh -c 'echo $$ > "$0"; exec stdbuf -oL "$@"' "$pidfile" \
+			"$program" ${images:+"$images" "$labels"} ;;
+		fusing) STARPU_FUSING_KERNELS=$3 STARPU_FUSING_MODE=$4 STARPU_FUSING_PLAN_ELISION=$5 STARPU_FUSING_IDLE_WORKERS=$6 \
+			sh -c 'echo $$ > "$0"; exec stdbuf -oL "$@"' "$pidfile" "$launcher" "$program" ${images:+"$images" "$labels"} ;;
 		esac
 	) 2>/dev/null | while IFS= read -r line; do
 		now=$(date +%s.%N)
 		case "$line" in
-		Epoch:*) echo "$line" | awk -v t="$(echo "$now - $start" | bc)" \
-			'{ gsub(",", ""); print t, $2, $4, $6 }' ;;
+		Epoch:*)
+			pid=$(cat "$pidfile")
+			echo "$line" | awk -v t="$(echo "$now - $start" | bc)" -v cpu="$(cpu_seconds "$pid")" \
+				-v main="$(main_thread_seconds "$pid")" '{ gsub(",", ""); print t, $2, $4, $6, cpu, main }' ;;
 		esac
 	done
+	rm -f "$pidfile"
 }
 
-echo "configuration,round,epoch,seconds,loss,accuracy" > "$runs_csv"
+echo "configuration,round,epoch,seconds,loss,accuracy,cpu_seconds,main_thread_seconds" > "$runs_csv"
 for round in $(seq "$runs"); do
 	echo "$configurations" | while read -r label how first second third fourth; do
-		previous=0
-		run_once "$how" "$first" "${second:-}" "${third:-}" "${fourth:-}" > "$out/run.tmp"
+		previous=0 previous_cpu=0 previous_main=0
+		run_once "$label" "$how" "$first" "${second:-}" "${third:-}" "${fourth:-}" > "$out/run.tmp"
 		[ "$(wc -l < "$out/run.tmp")" = "$epochs" ] || { echo "basic_cnn under $label printed $(wc -l < "$out/run.tmp") of $epochs epochs" >&2; exit 1; }
-		while read -r at epoch loss accuracy; do
-			echo "$label,$round,$epoch,$(echo "$at - $previous" | bc),$loss,$accuracy" >> "$runs_csv"
-			previous=$at
+		while read -r at epoch loss accuracy cpu main; do
+			echo "$label,$round,$epoch,$(echo "$at - $previous" | bc),$loss,$accuracy,$(echo "$cpu - $previous_cpu" | bc),$(echo "$main - $previous_main" | bc)" >> "$runs_csv"
+			previous=$at previous_cpu=$cpu previous_main=$main
 		done < "$out/run.tmp"
 	done
 done
@@ -114,7 +150,7 @@ rm -f "$out/run.tmp"
 awk -F, -v epochs="$epochs" '
 NR > 1 {
 	key = $1 SUBSEP $2
-	if ($3 > 0) { sum[key] += $4 }
+	if ($3 > 0) { sum[key] += $4; cpu[key] += $7; main[key] += $8 }
 	if ($3 == epochs - 1) { loss[$1] = loss[$1] (loss[$1] == "" ? "" : " ") $5; accuracy[$1] = $6 }
 	if (!($1 in seen)) { seen[$1] = 1; order[++n] = $1 }
 	rounds[$1] = $2
@@ -124,13 +160,13 @@ function median(values, count,   i, j, t) {
 	return count % 2 ? values[(count + 1) / 2] : (values[count / 2] + values[count / 2 + 1]) / 2
 }
 END {
-	print "| configuration | epoch time (s), median (min-max) | last epoch loss, each run | accuracy |"
-	print "|---|---|---|---|"
+	print "| configuration | epoch time (s), median (min-max) | CPU-seconds per epoch | main thread CPU-seconds per epoch | last epoch loss, each run | accuracy |"
+	print "|---|---|---|---|---|---|"
 	for (k = 1; k <= n; k++) {
 		c = order[k]; m = 0
-		for (r = 1; r <= rounds[c]; r++) v[++m] = sum[c, r] / (epochs - 1)
+		for (r = 1; r <= rounds[c]; r++) { v[++m] = sum[c, r] / (epochs - 1); u[m] = cpu[c, r] / (epochs - 1); w[m] = main[c, r] / (epochs - 1) }
 		lo = v[1]; hi = v[1]
 		for (i = 1; i <= m; i++) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i] }
-		printf "| %s | %.3f (%.3f-%.3f) | %s | %s |\n", c, median(v, m), lo, hi, loss[c], accuracy[c]
+		printf "| %s | %.3f (%.3f-%.3f) | %.3f | %.3f | %s | %s |\n", c, median(v, m), lo, hi, median(u, m), median(w, m), loss[c], accuracy[c]
 	}
 }' "$runs_csv"
