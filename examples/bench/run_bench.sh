@@ -17,13 +17,16 @@
 #       coarsened by hand;
 #   (e) the layer's cost where it gains nothing: tasks of 1 ms and more
 #       (from (b)), a codelet excluded from fusion, and no-op tasks at one
-#       worker, in time against the base alone.
+#       worker, in time against the base alone;
+#   (f) how long a task waits for an idle worker, path by path
+#       (examples/wakeup_paths), fusing against lws alone.
 # Writes DIR (default bench-results): CSV files, PNG and SVG plots (gnuplot),
 # and summary.md with the machine, the command and the key figures.
 # quick: about 3 minutes; full: about 15 minutes (more sizes, medians of 3).
 #
 # Environment (set by make bench): FUSING_LAUNCHER, STARPU_FUSING_LIBRARY,
-# TASK_SIZE_BENCH, CONV_GRANULARITY, CNN_TRAINING, STARPU_EXAMPLES_DIR, STARPU_PKG.
+# TASK_SIZE_BENCH, CONV_GRANULARITY, CNN_TRAINING, WAKEUP_PATHS,
+# STARPU_EXAMPLES_DIR, STARPU_PKG.
 set -eu
 mode=quick
 out=bench-results
@@ -53,6 +56,7 @@ if [ "$mode" = quick ]; then
 	reps=1
 	conv_args=-quick
 	cnn_args=-quick
+	wakeup_args="-rounds 3 -links 1000"
 else
 	overhead_args="-i 400 -t 1 -T 8192 -f 2"
 	durations="1 3 10 30 100 300 1000 3000 10000"
@@ -60,6 +64,7 @@ else
 	reps=3
 	conv_args="-reps 3"
 	cnn_args="-reps 3"
+	wakeup_args="-rounds 5 -links 2000"
 fi
 started=$(date +%s)
 
@@ -251,6 +256,10 @@ END {
 	}
 }' "$layer_runs" > "$layer_csv"
 
+# ------------------------------------ (f) waking an idle worker, path by path
+# shellcheck disable=SC2086 # wakeup_args are words by design
+"$here/../wakeup_paths/run_wakeup_paths.sh" $wakeup_args -out "$out" > "$out/wakeup_report.md"
+
 # ------------------------------------------------------------------ plots
 if command -v gnuplot >/dev/null; then
 	"$here/plot.sh" "$out"
@@ -340,6 +349,13 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 			}
 		}' "$sweep_csv"
 	awk -F, 'NR > 1 { printf "| %s | %s | %.4f | %.3f | %.3f |\n", $1 == "excluded" ? "excluded codelet, 10 us" : "1 worker, 100 RW chains, no-op", $2, $4, $5, $6 }' "$layer_csv"
+	echo
+	echo "## Waking an idle worker, path by path"
+	echo
+	echo "A chain of tiny tasks on two workers whose every link reaches a worker the way the path names"
+	echo "(examples/wakeup_paths); microseconds per link, medians of interleaved rounds."
+	echo
+	cat "$out/wakeup_report.md"
 	echo
 	if [ -f "$out/sweep_independent.png" ]; then
 		echo "## Plots"
