@@ -2,6 +2,7 @@
 # Ensures the ways users select and configure the policy behave as the README
 # says, on a real StarPU program (StarPU's incrementer):
 #  - the launcher selects fusing with no "policy not found" warning;
+#  - a process that loads another StarPU line than the library's is refused;
 #  - STARPU_SCHED=help under the launcher lists fusing;
 #  - each malformed STARPU_FUSING_* value and an unknown base stop the program
 #    at StarPU initialisation with exactly one line naming the variable, the
@@ -15,7 +16,7 @@
 #    over an explicit sched_policy, contexts created by policy name, and (on
 #    StarPU 1.4) submission limits set at run time.
 # Environment (set by make check): STARPU_EXAMPLES_DIR, FUSING_LAUNCHER,
-# STARPU_FUSING_LIBRARY, SELECTION_PROBE.
+# STARPU_FUSING_LIBRARY, SELECTION_PROBE, ANOTHER_STARPU_LINE.
 set -u
 program="$STARPU_EXAMPLES_DIR/incrementer"
 if [ ! -x "$program" ]; then
@@ -43,6 +44,12 @@ grep -q "^\[starpu-fusing\] increment " "$err" || fail "the launcher without STA
 STARPU_FUSING_LIBRARY=/nonexistent/libstarpu-fusing.so "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
 [ "$?" = 2 ] && [ "$(wc -l < "$err")" = 1 ] && grep -q "library not found: /nonexistent/libstarpu-fusing.so" "$err" ||
 	fail "a missing STARPU_FUSING_LIBRARY is not one clear line (exit status 2)"
+
+# A process that loads another StarPU line than the library's is refused at
+# load time, with one line naming both (the program links libstarpu-9.9.so).
+LD_PRELOAD="$ANOTHER_STARPU_LINE" "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+[ "$?" = 1 ] && [ "$(wc -l < "$err")" = 1 ] && grep -q "this process loads StarPU 9.9 (.*libstarpu-9.9.so), but .* was built for StarPU" "$err" ||
+	fail "a process loading another StarPU line is not refused with one clear line (exit status 1)"
 
 # The policy list includes fusing.
 STARPU_SCHED=help "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
