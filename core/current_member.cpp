@@ -12,6 +12,8 @@ thread_local struct starpu_task *running_member = nullptr;
 thread_local std::size_t running_batch_size = 0;
 thread_local const unsigned *running_buffer_of = nullptr;
 thread_local struct starpu_task *running_stands_for = nullptr;
+/* starpu_task_get_current() calls answered with a member, on this thread. */
+thread_local std::uint64_t member_task_reads = 0;
 
 /* StarPU's own definitions of the two functions defined below. */
 StarpuFunction<struct starpu_task *(*)(void)> starpu_get_current("starpu_task_get_current");
@@ -43,6 +45,11 @@ struct starpu_task *merged_task_standing_for(const struct starpu_task *task)
 	return task && task == running_member ? running_stands_for : nullptr;
 }
 
+std::uint64_t current_task_reads_by_members()
+{
+	return member_task_reads;
+}
+
 StarpuViewOfCurrentTask::StarpuViewOfCurrentTask() : member_(running_member)
 {
 	running_member = nullptr;
@@ -59,8 +66,10 @@ extern "C" {
 
 FUSING_PUBLIC struct starpu_task *starpu_task_get_current(void)
 {
-	if (fusing::running_member)
+	if (fusing::running_member) {
+		fusing::member_task_reads++;
 		return fusing::running_member;
+	}
 	return fusing::starpu_get_current.get()();
 }
 

@@ -13,6 +13,7 @@
 #include <starpu.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fusing {
 
@@ -40,6 +41,12 @@ private:
 	const unsigned *outer_buffer_of_;
 	struct starpu_task *outer_stands_for_;
 };
+
+/* How many times, on this thread, a running member's code asked
+ * starpu_task_get_current() (and got the member): the kernel pack's
+ * verification tells a codelet that reads its own task by it
+ * (kernels/kernel_binding.h). */
+std::uint64_t current_task_reads_by_members();
 
 /* The merged task StarPU knows in task's place when task is the member
  * running on this thread and StarPU never saw it; else null. */

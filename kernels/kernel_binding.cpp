@@ -2,6 +2,7 @@
 #include "kernels/kernel_binding.h"
 
 #include "core/codelet_name.h"
+#include "core/current_member.h"
 #include "kernels/kernel_verification.h"
 #include "kernels/views.h"
 
@@ -36,12 +37,6 @@ KernelBinding::Shape KernelBinding::shape_of(void **buffers, std::size_t nbuffer
 	return shape;
 }
 
-bool KernelBinding::verified(const std::vector<Shape> &shapes)
-{
-	std::lock_guard<std::mutex> lock(mutex_);
-	return std::all_of(shapes.begin(), shapes.end(), [this](const Shape &shape) { return verified_shapes_.count(shape) != 0; });
-}
-
 bool KernelBinding::attempt_verification()
 {
 	std::lock_guard<std::mutex> lock(mutex_);
@@ -52,77 +47,126 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 			   const std::function<void(unsigned)> &run_own)
 {
 	verification_batches_.fetch_add(1, std::memory_order_relaxed);
-	WrittenBufferCopies copies(tasks, modes_);
-	for (unsigned t : indices)
-		run_own(t);
-	kernels::run_accepted_tasks(entry_, static_cast<unsigned>(tasks.size()), copies.task_buffers());
-	const Comparison comparison = copies.compare();
-	std::lock_guard<std::mutex> lock(mutex_);
-	if (comparison.within_bound) {
-		if (comparison.informative) {
-			verified_shapes_.insert(shapes.begin(), shapes.end());
-			uninformative_streak_ = 0;
-			next_attempt_ = unverified_batches_;
-		} else {
-			uninformative_batches_.fetch_add(1, std::memory_order_relaxed);
-			const std::uint64_t gap = std::min<std::uint64_t>(std::uint64_t(1) << std::min(uninformative_streak_, 20u), kLongestVerificationGap);
-			uninformative_streak_++;
-			next_attempt_ = unverified_batches_ + gap;
+	/* Each shape is compared on its own: a batch of one codelet's float
+	 * tasks and int64 ones (8-byte elements, run as double) could tell the
+	 * floats' results apart only, and marked both shapes verified. */
+	std::map<Shape, std::vector<std::size_t>> positions_of_shape;
+	for (std::size_t p = 0; p < tasks.size(); p++)
+		positions_of_shape[shapes[p]].push_back(p);
+	std::string failure; /* the first reason to drop the binding */
+	std::vector<const Shape *> informative;
+	for (const auto &shape_positions : positions_of_shape) {
+		std::vector<void **> shape_tasks;
+		for (std::size_t p : shape_positions.second)
+			shape_tasks.push_back(tasks[p]);
+		WrittenBufferCopies copies(shape_tasks, modes_);
+		const std::uint64_t task_reads_before = current_task_reads_by_members();
+		for (std::size_t p : shape_positions.second)
+			run_own(indices[p]);
+		if (!failure.empty())
+			continue; /* the codelet's results are kept; nothing more to learn */
+		if (current_task_reads_by_members() != task_reads_before) {
+			failure = "its function reads its own task (starpu_task_get_current), whose fields the kernel does not see";
+			continue;
 		}
+		kernels::run_accepted_tasks(entry_, static_cast<unsigned>(shape_tasks.size()), copies.task_buffers());
+		const Comparison comparison = copies.compare();
+		if (!comparison.within_bound) {
+			char reason[160];
+			std::snprintf(reason, sizeof(reason), "it does not compute what the codelet computes (largest difference %.3g, bound %.3g)",
+				      comparison.largest_difference, comparison.bound);
+			failure = reason;
+		} else if (comparison.informative) {
+			informative.push_back(&shape_positions.first);
+		}
+	}
+	if (!failure.empty())
+		return drop(failure, tasks.size());
+	std::lock_guard<std::mutex> lock(mutex_);
+	if (!informative.empty()) {
+		for (const Shape *shape : informative)
+			verified_shapes_.insert(*shape);
+		uninformative_streak_ = 0;
+		next_attempt_ = unverified_batches_;
 		return;
 	}
+	uninformative_batches_.fetch_add(1, std::memory_order_relaxed);
+	const std::uint64_t gap = std::min<std::uint64_t>(std::uint64_t(1) << std::min(uninformative_streak_, 20u), kLongestVerificationGap);
+	uninformative_streak_++;
+	next_attempt_ = unverified_batches_ + gap;
+}
+
+void KernelBinding::drop(const std::string &reason, std::size_t batch_tasks)
+{
 	if (dropped_.exchange(true, std::memory_order_acq_rel))
 		return; /* another worker's batch found it first and said so */
-	char reason[160];
-	std::snprintf(reason, sizeof(reason), "largest difference %.3g (bound %.3g)", comparison.largest_difference, comparison.bound);
-	drop_reason_ = reason;
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		drop_reason_ = reason;
+	}
 	std::fprintf(stderr,
-		     "starpu-fusing: kernel pack entry '%s' does not compute what codelet '%s' computes (%s, in a batch of %zu "
-		     "of its tasks run both ways): that batch keeps the codelet's results, and its tasks run the codelet's own "
-		     "function for the rest of the run\n",
-		     entry_.name, codelet_name_.c_str(), reason, tasks.size());
+		     "starpu-fusing: kernel pack entry '%s' cannot stand in for codelet '%s': %s (in a batch of %zu of its tasks "
+		     "run both ways): that batch keeps the codelet's results, and its tasks run the codelet's own function for the "
+		     "rest of the run\n",
+		     entry_.name, codelet_name_.c_str(), reason.c_str(), batch_tasks);
 }
 
 KernelRun KernelBinding::run(const struct starpu_codelet *cl, unsigned ntasks, void **task_buffers[], void *task_args[],
 			     const std::function<void(unsigned)> &run_own)
 {
-	std::vector<unsigned> indices;
-	std::vector<void **> tasks;
-	std::vector<Shape> shapes;
+	/* The accepted tasks, in two sets: of verified shapes (the kernel's),
+	 * and of others (to verify, or the codelet's own function). */
+	struct Accepted {
+		std::vector<unsigned> indices;
+		std::vector<void **> tasks;
+		std::vector<Shape> shapes;
+	} trusted, unverified;
 	const bool usable = !dropped() && cl->cpu_funcs[0] == cpu_function_;
-	for (unsigned t = 0; t < ntasks; t++) {
-		if (usable && !task_args[t] && kernels::task_accepted(entry_, task_buffers[t])) {
-			indices.push_back(t);
-			tasks.push_back(task_buffers[t]);
-			shapes.push_back(shape_of(task_buffers[t], modes_.size()));
-			continue;
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		for (unsigned t = 0; t < ntasks; t++) {
+			if (usable && !task_args[t] && kernels::task_accepted(entry_, task_buffers[t]) &&
+			    kernels::written_buffers_start_at_zero(entry_, task_buffers[t])) {
+				Shape shape = shape_of(task_buffers[t], modes_.size());
+				Accepted &set = verified_shapes_.count(shape) ? trusted : unverified;
+				set.indices.push_back(t);
+				set.tasks.push_back(task_buffers[t]);
+				set.shapes.push_back(std::move(shape));
+			} else if (usable) {
+				tasks_not_accepted_.fetch_add(1, std::memory_order_relaxed);
+			}
 		}
-		if (usable)
-			tasks_not_accepted_.fetch_add(1, std::memory_order_relaxed);
-		run_own(t);
 	}
-	KernelRun ran;
-	if (indices.empty())
-		return ran;
-	if (!verified(shapes)) {
+	/* The codelet's own function, in task order, for the tasks no set
+	 * holds. */
+	std::vector<bool> accepted(ntasks, false);
+	for (const Accepted *set : {&trusted, &unverified})
+		for (unsigned t : set->indices)
+			accepted[t] = true;
+	for (unsigned t = 0; t < ntasks; t++)
+		if (!accepted[t])
+			run_own(t);
+	if (!unverified.indices.empty()) {
 		if (attempt_verification()) {
-			verify(tasks, indices, shapes, run_own);
+			verify(unverified.tasks, unverified.indices, unverified.shapes, run_own);
 		} else {
 			own_while_unverified_.fetch_add(1, std::memory_order_relaxed);
-			for (unsigned t : indices)
+			for (unsigned t : unverified.indices)
 				run_own(t);
 		}
-		return ran;
 	}
+	KernelRun ran;
+	if (trusted.indices.empty())
+		return ran;
 	if (trusted_batches_.fetch_add(1, std::memory_order_relaxed) % kRecheckPeriod == kRecheckPeriod - 1) {
 		rechecks_.fetch_add(1, std::memory_order_relaxed);
-		verify(tasks, indices, shapes, run_own);
+		verify(trusted.tasks, trusted.indices, trusted.shapes, run_own);
 		return ran;
 	}
 	ran.start_us = starpu_timing_now();
-	kernels::run_accepted_tasks(entry_, static_cast<unsigned>(tasks.size()), tasks.data());
+	kernels::run_accepted_tasks(entry_, static_cast<unsigned>(trusted.tasks.size()), trusted.tasks.data());
 	ran.end_us = starpu_timing_now();
-	ran.tasks = std::move(indices);
+	ran.tasks = std::move(trusted.indices);
 	kernel_batches_.fetch_add(1, std::memory_order_relaxed);
 	kernel_tasks_.fetch_add(ran.tasks.size(), std::memory_order_relaxed);
 	return ran;

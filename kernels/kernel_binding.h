@@ -8,26 +8,31 @@
  * registered a batched implementation of its own for the codelet
  * (starpu_fusing_register_batched), which wins.  A bound batch runs:
  *  - tasks the entry does not accept (interfaces, element size, layout,
- *    or a cl_arg: no entry reads one, and a codelet's arguments may change
- *    what it computes): with the codelet's own function;
- *  - the others, while any of their shapes (interfaces, element sizes,
- *    dimensions and strides of every buffer) has not been verified: with
- *    the codelet's own function, and the kernel beside it on copies
- *    (kernel_verification.h).  A batch whose results cannot tell two
+ *    aliasing, a cl_arg: no entry reads one, and a codelet's arguments may
+ *    change what it computes; kernels/pack.h), or whose only-written
+ *    buffers do not hold zeros: with the codelet's own function;
+ *  - the others of shapes (interfaces, element sizes, dimensions and
+ *    strides of every buffer) not verified yet: with the codelet's own
+ *    function, and the kernel beside it on copies, shape by shape
+ *    (kernel_verification.h).  A shape whose results cannot tell two
  *    computations apart (a NaN or infinity, or fewer than two elements
- *    changed by different amounts: all-zero inputs, say) verifies nothing,
- *    and the next 1, 2, 4... up to kLongestVerificationGap batches of
- *    unverified shapes run the codelet's own function only (DAHL's built-in
- *    dataset is all zeros: every convolution batch would otherwise run both
- *    ways); one within the bound verifies its shapes; on a mismatch the binding
- *    is dropped for the rest of the run, with one line naming the codelet
- *    and the largest difference, and that batch keeps the codelet's
- *    results;
- *  - once verified: in the kernel, one call for all of them; but every
- *    kRecheckPeriod-th such batch runs both ways again, and a mismatch
- *    then drops the binding too (a codelet agreeing with the entry on the
- *    data of its first batches only: the batches in between kept the
- *    kernel's results).
+ *    changed by different amounts larger than the bound: all-zero inputs,
+ *    integers read as floating-point numbers) is not verified, and the
+ *    next 1, 2, 4... up to kLongestVerificationGap batches holding
+ *    unverified shapes run them with the codelet's own function only
+ *    (DAHL's built-in dataset is all zeros: every convolution batch would
+ *    otherwise run both ways); one within the bound verifies its shape; a
+ *    mismatch, or a codelet function that reads its own task
+ *    (starpu_task_get_current: a field the kernel does not see may change
+ *    what it computes), drops the binding for the rest of the run, with one
+ *    line, and that batch keeps the codelet's results;
+ *  - those of verified shapes: in the kernel, one call for all of them;
+ *    but every kRecheckPeriod-th such batch runs both ways again, and a
+ *    mismatch then drops the binding too (a codelet agreeing with the
+ *    entry on the data of its first batches only: the batches in between
+ *    kept the kernel's results).
+ * A binding belongs to the codelet's CPU function as it was when bound: a
+ * program that changes it gets a new binding, verified again.
  *
  * Threads: may_bind in submitting and readying threads, binding_for in the
  * thread building a batch (the flusher) or a submission-time group (the
@@ -101,16 +106,18 @@ public:
 private:
 	using Shape = std::vector<std::uint64_t>;
 	static Shape shape_of(void **buffers, std::size_t nbuffers);
-	/* Whether every one of shapes was verified; mutex_. */
-	bool verified(const std::vector<Shape> &shapes);
 	/* For a batch of unverified shapes: whether to run it both ways now
 	 * (else it runs the codelet's own function); mutex_. */
 	bool attempt_verification();
-	/* The codelet's function on the real buffers, the kernel on copies;
-	 * then trust the shapes (when the batch could tell), or drop the
-	 * binding. */
+	/* The codelet's function on the real buffers, the kernel on copies,
+	 * shape by shape; then trust each shape whose tasks could tell, or
+	 * drop the binding (a disagreement, or a function that reads its own
+	 * task). */
 	void verify(const std::vector<void **> &tasks, const std::vector<unsigned> &indices, const std::vector<Shape> &shapes,
 		    const std::function<void(unsigned)> &run_own);
+	/* Drops the binding for the rest of the run, with one line saying
+	 * why, unless another batch did first. */
+	void drop(const std::string &reason, std::size_t batch_tasks);
 
 	const kernels::PackEntry &entry_;
 	const std::string codelet_name_;

@@ -97,19 +97,38 @@ const std::vector<PackEntry> entries = {
 	 run_vector_matrix<double>},
 };
 
-} // namespace
-
-const std::vector<PackEntry> &kernel_pack()
+/* Rows that do not overlap: StarPU accepts a matrix whose ld is below nx
+ * (a read-only Hankel matrix, each row one element further), which the
+ * kernels' loops read element by element but BLAS refuses (ldb < n).
+ * Pure. */
+bool rows_apart(void *buffer)
 {
-	return entries;
+	if (!(interface_bit_of(buffer) & (kMatrixInterface | kBlockInterface)))
+		return true;
+	const Grid<char> grid = grid_of<char>(buffer);
+	return grid.nx <= grid.ldy && (grid.nz <= 1 || std::size_t(grid.ldy) * grid.ny <= grid.ldz);
 }
 
-const PackEntry *pack_entry_named(const std::string &name)
+/* Every byte of the buffer's elements is 0. */
+bool starts_at_zero(void *buffer)
 {
-	for (const PackEntry &entry : entries)
-		if (name == entry.name)
-			return &entry;
-	return nullptr;
+	const std::size_t element = element_size_of(buffer);
+	auto zero = [](const char *bytes, std::size_t n) {
+		for (std::size_t i = 0; i < n; i++)
+			if (bytes[i] != 0)
+				return false;
+		return true;
+	};
+	if (interface_bit_of(buffer) & (kMatrixInterface | kBlockInterface)) {
+		const Grid<char> grid = grid_of<char>(buffer);
+		for (unsigned z = 0; z < grid.nz; z++)
+			for (unsigned y = 0; y < grid.ny; y++)
+				if (!zero(grid.ptr + (z * grid.ldz + y * grid.ldy) * element, std::size_t(grid.nx) * element))
+					return false;
+		return true;
+	}
+	const MemoryRange range = memory_range_of(buffer);
+	return zero(reinterpret_cast<const char *>(range.begin), range.end - range.begin);
 }
 
 bool writes_over_another_buffer(const PackEntry &entry, void **buffers)
@@ -125,13 +144,42 @@ bool writes_over_another_buffer(const PackEntry &entry, void **buffers)
 	return false;
 }
 
+} // namespace
+
+const std::vector<PackEntry> &kernel_pack()
+{
+	return entries;
+}
+
+const PackEntry *pack_entry_named(const std::string &name)
+{
+	for (const PackEntry &entry : entries)
+		if (name == entry.name)
+			return &entry;
+	return nullptr;
+}
+
+/* A buffer the entry only writes (STARPU_W) holds zeros: then a codelet
+ * that overwrites it and an entry that accumulates into it (the dense
+ * products: out += ..., as DAHL's do on buffers it declares W) agree, as do
+ * the other way round; on other contents they differ, and a verification
+ * made on zeros would not have seen it. */
+bool written_buffers_start_at_zero(const PackEntry &entry, void **buffers)
+{
+	for (std::size_t b = 0; b < entry.buffers.size(); b++)
+		if (entry.buffers[b].mode == STARPU_W && !starts_at_zero(buffers[b]))
+			return false;
+	return true;
+}
+
 bool task_accepted(const PackEntry &entry, void **buffers)
 {
 	const std::size_t element_size = element_size_of(buffers[0]);
 	if (element_size != sizeof(float) && element_size != sizeof(double))
 		return false;
 	for (std::size_t b = 0; b < entry.buffers.size(); b++)
-		if (!(interface_bit_of(buffers[b]) & entry.buffers[b].interfaces) || element_size_of(buffers[b]) != element_size)
+		if (!(interface_bit_of(buffers[b]) & entry.buffers[b].interfaces) || element_size_of(buffers[b]) != element_size ||
+		    !rows_apart(buffers[b]))
 			return false;
 	return entry.layout_accepted(buffers) && !writes_over_another_buffer(entry, buffers);
 }

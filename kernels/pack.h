@@ -10,12 +10,15 @@
  * with the entry's modes.  It runs a task of that codelet when each buffer
  * has one of the interfaces the entry lists for it, all of them hold
  * elements of 4 bytes (run as float) or all of 8 bytes (run as double),
- * layout_accepted says the shapes fit, and no buffer it writes overlaps
+ * layout_accepted says the shapes fit, no buffer's rows overlap (ld at
+ * least the row length: BLAS refuses less), no buffer it writes overlaps
  * another of its buffers in memory (the same handle twice, or views of one
- * memory): the kernels read every input of a group before writing any
+ * memory: the kernels read every input of a group before writing any
  * output, where the codelet's loops may read what they just wrote, and
- * the two orders give different results.  The batch's other tasks run the
- * codelet's own function.  Element sizes cannot tell a double from an
+ * the two orders give different results), and, when it runs, every buffer
+ * the entry only writes (STARPU_W) holds zeros (an entry accumulating into
+ * it and a codelet overwriting it agree on zeros only).  The batch's other
+ * tasks run the codelet's own function.  Element sizes cannot tell a double from an
  * int64_t: that, and any other difference between what the codelet
  * computes and what the entry computes, is for the verification to find. */
 #ifndef STARPU_FUSING_KERNELS_PACK_H
@@ -57,6 +60,10 @@ const PackEntry *pack_entry_named(const std::string &name);
 /* Whether entry runs a task with these buffers (interfaces, element
  * sizes, layout, no written buffer over another); pure. */
 bool task_accepted(const PackEntry &entry, void **buffers);
+
+/* Whether every buffer entry only writes (STARPU_W) holds zeros now, in a
+ * task it accepts; reads them.  The worker about to run the task. */
+bool written_buffers_start_at_zero(const PackEntry &entry, void **buffers);
 
 /* Runs tasks entry accepted, each through run_float or run_double by its
  * element size. */

@@ -240,9 +240,9 @@ ConfigResult parse_config(const EnvLookup &lookup)
 	}
 
 	if (auto text = lookup("STARPU_FUSING_KERNELS")) {
-		if (*text == "off") {
-			config.kernel_entries = std::vector<std::string>{};
-		} else if (*text != "auto") {
+		if (*text == "auto") {
+			config.kernel_entries = std::nullopt;
+		} else if (*text != "off") {
 			auto names = parse_name_list(*text);
 			if (!names) {
 				result.error = invalid("STARPU_FUSING_KERNELS", *text,

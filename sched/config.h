@@ -42,9 +42,12 @@ struct Config {
 	std::string trace_path;               /* STARPU_FUSING_TRACE; empty: no trace */
 	/* STARPU_FUSING_KERNELS: the kernel pack entries that may bind to a
 	 * program's codelets (kernels/pack.h): nullopt for auto (all of
-	 * them), empty for off, else those named (checked against the pack
-	 * by policy_selection.cpp). */
-	std::optional<std::vector<std::string>> kernel_entries;
+	 * them), empty for off (the default: a codelet reading a global, one
+	 * with side effects, or one computing more precisely than its data's
+	 * type gets the kernel's results unchecked between two verifications;
+	 * doc/design.md, section 13), else those named (checked against the
+	 * pack by policy_selection.cpp). */
+	std::optional<std::vector<std::string>> kernel_entries = std::vector<std::string>{};
 	/* STARPU_FUSING_HOLD: when a ready fusable task waits for a batch.
 	 * when_busy (default): only while every worker has queued work.
 	 * always: every time, even on an idle machine; it makes batches form

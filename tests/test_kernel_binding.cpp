@@ -10,7 +10,7 @@
  *    largest difference;
  *  - a batched implementation the program registers wins over the pack;
  *  - with STARPU_FUSING_KERNELS=off (files named BASE-kernels-off), no
- *    codelet is bound.
+ *    codelet is bound; the other files set auto (the default is off).
  * Run once per file tests/kernel_binding/BASE[-kernels-off].binding, with
  * every fusable task held (STARPU_FUSING_HOLD=always) in batches of at most
  * 8, so that a run of 32 tasks has several batches. */
@@ -235,7 +235,7 @@ void binding_catches_a_codelet_computing_something_else(void **)
 	/* Every result is the codelet's own, to the bit. */
 	assert_true(relative_difference(run) == 0.0);
 	assert_int_equal(own_calls.load(), ntasks);
-	const std::string line = "kernel pack entry 'cross_correlation' does not compute what codelet 'convolution_2d' computes (largest difference";
+	const std::string line = "kernel pack entry 'cross_correlation' cannot stand in for codelet 'convolution_2d': it does not compute what the codelet computes (largest difference";
 	assert_int_equal(count_lines_with(run.messages, line), kernels_off ? 0 : 1);
 }
 
@@ -457,7 +457,8 @@ double largest_of(const std::vector<double> &errors)
 	return *std::max_element(errors.begin(), errors.end());
 }
 
-const std::string dense_mismatch = "kernel pack entry 'matrix_vector_product' does not compute what codelet 'matrix_vector_product' computes";
+const std::string dense_mismatch =
+	"kernel pack entry 'matrix_vector_product' cannot stand in for codelet 'matrix_vector_product': it does not compute what the codelet computes";
 
 /* A task with a cl_arg never runs in the kernel: the argument may change
  * what the codelet computes (here its scale, 1 in the first rounds). */
@@ -696,7 +697,7 @@ int main(int argc, char **argv)
 		file.replace(file.size() - off.size(), off.size(), ".binding");
 		setenv("STARPU_FUSING_KERNELS", "off", 1);
 	} else {
-		unsetenv("STARPU_FUSING_KERNELS");
+		setenv("STARPU_FUSING_KERNELS", "auto", 1);
 	}
 	configure_tested_policy(tested_policy_from_file(file, ".binding"));
 	setenv("STARPU_FUSING_HOLD", "always", 1);

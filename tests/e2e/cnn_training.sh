@@ -2,7 +2,8 @@
 # Runs examples/cnn_training (a CNN training step written as DAHL writes
 # it, which checks its parameters against a host computation) small, under
 # one base policy alone and under fusing over it with every fusable task
-# held (STARPU_FUSING_HOLD=always), at DAHL's granularity; both must pass
+# held (STARPU_FUSING_HOLD=always) and the kernel pack on
+# (STARPU_FUSING_KERNELS=auto), at DAHL's granularity; both must pass
 # their check, and the fusing run must have run tasks in batches and its
 # forward convolution in the kernel pack's cross-correlation (the example
 # names that codelet as DAHL does: matrix_cross_correlation), and, with
@@ -29,7 +30,7 @@ if [ "$status" != 0 ] || ! grep -q "^check against the host: .*: OK$" "$out"; th
 fi
 
 # shellcheck disable=SC2086
-STARPU_FUSING_BASE=$base STARPU_FUSING_HOLD=always STARPU_FUSING_STATS=1 timeout 300 "$FUSING_LAUNCHER" "$CNN_TRAINING" $args >"$out" 2>&1
+STARPU_FUSING_BASE=$base STARPU_FUSING_HOLD=always STARPU_FUSING_KERNELS=auto STARPU_FUSING_STATS=1 timeout 300 "$FUSING_LAUNCHER" "$CNN_TRAINING" $args >"$out" 2>&1
 status=$?
 batched=$(sed -n 's/^tasks submitted: [0-9]*, in batches of starpu-fusing: \([0-9]*\) .*/\1/p' "$out")
 cleaned_unseen=$(sed -n 's/^\[starpu-fusing\] submission-time fusion: .*; \([0-9]*\) plans cleaned whose children StarPU never saw$/\1/p' "$out")
