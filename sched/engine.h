@@ -77,6 +77,10 @@ public:
 	bool idle_workers_sleep() const { return config_.idle_workers_sleep; }
 	/* Each context's queued and running tasks; any thread reads it. */
 	const ContextLoad &load() const { return load_; }
+	/* The window holds a group worth running now, and no flush was
+	 * requested for it (SubmissionWindow::holds_unrequested_work); any
+	 * thread, without waiting for a lock. */
+	bool holds_unrequested_work() { return window_ && window_->holds_unrequested_work(); }
 	/* do_schedule (starpu_task_wait_for_all and friends): close every open
 	 * batch of the context now. */
 	void flush_context(unsigned sched_ctx);

@@ -58,7 +58,7 @@ void init_sched(unsigned sched_ctx)
 		if (contexts_using_policy++ == 0 && layer_config.fusion_enabled) {
 			engine = std::make_unique<Engine>(layer_config);
 			if (layer_config.idle_workers_sleep)
-				idle_workers::start(&fusing_policy, &engine->load());
+				idle_workers::start(&fusing_policy, &engine->load(), [e = engine.get()] { return e->holds_unrequested_work(); });
 			active_engine.store(engine.get(), std::memory_order_release);
 		}
 	}

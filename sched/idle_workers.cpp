@@ -2,6 +2,7 @@
 #include "sched/idle_workers.h"
 
 #include "core/admission.h"
+#include "core/starpu_functions.h"
 #include "starpu_fusing.h"
 
 #include <algorithm>
@@ -35,12 +36,21 @@ constexpr unsigned kMaxWorkers = 1024;
  * outside its lock) finds it false.  The state below has static storage,
  * so that late call still touches valid memory. */
 std::atomic<bool> running{false};
+/* Workers inside the idle hook past its first test: stop() waits for none. */
+std::atomic<unsigned> workers_in_hook{0};
 const struct starpu_sched_policy *fusing_policy = nullptr; /* written by start() only */
 const ContextLoad *context_load = nullptr;                 /* written by start() only */
+std::function<bool()> engine_holds_work;                   /* written by start() only */
 int idle_hook = -1;                                        /* start() and stop() */
 /* Registered until the first idle iteration tells the driver's kind;
  * exchanged by whoever deregisters it. */
 std::atomic<int> progression_hook{-1};
+
+/* StarPU's own registration functions (the library defines both for the
+ * program, below). */
+using HookRegistration = int (*)(unsigned (*)(void *), void *);
+StarpuFunction<HookRegistration> starpu_idle_hook_registration("starpu_idle_hook_register");
+StarpuFunction<HookRegistration> starpu_progression_hook_registration("starpu_progression_hook_register");
 
 /* Tasks pushed through the policy, counted once the base holds them, and
  * those whose wake-ups were sent: a rest the safety net ends while one is
@@ -64,6 +74,9 @@ struct WorkerState {
 std::array<WorkerState, kMaxWorkers> workers;
 std::atomic<unsigned> resting_count{0};
 
+/* A rest was refused because the machine has several memory nodes. */
+std::atomic<bool> several_memory_nodes{false};
+
 enum class DriverKind { unknown, polls, sleeps };
 std::atomic<DriverKind> driver_kind{DriverKind::unknown};
 
@@ -80,6 +93,10 @@ struct ThisWorker {
 	/* A progression hook ran after that pop: the driver evaluated
 	 * _starpu_worker_can_block (blocking drivers). */
 	bool driver_evaluated_sleep = false;
+	/* One of the program's progression or idle hooks returned 0 since the
+	 * worker's last rest decision: "the driver must not block"
+	 * (_starpu_worker_can_block honours it in a blocking build). */
+	bool program_hook_forbids_resting = false;
 };
 thread_local ThisWorker this_worker;
 
@@ -152,6 +169,7 @@ void rest(int worker, std::uint64_t pushes_before)
 	starpu_pthread_cond_t *cond;
 	starpu_worker_get_sched_condition(worker, &mutex, &cond);
 	WorkerState &state = workers[worker];
+	bool ended_by_safety_net = false;
 	starpu_pthread_mutex_lock(mutex);
 	/* Announced before the checks; wakers announce their task before
 	 * looking for resting workers (seq_cst both ways): one of the two
@@ -181,6 +199,7 @@ void rest(int worker, std::uint64_t pushes_before)
 			note_wakeup_latency(woken_at_us);
 		} else {
 			safety_net.fetch_add(1, std::memory_order_relaxed);
+			ended_by_safety_net = true;
 			if (wakeup_due(worker, pushes_before) && !wakeup_under_way())
 				stalled.fetch_add(1, std::memory_order_relaxed);
 		}
@@ -188,6 +207,10 @@ void rest(int worker, std::uint64_t pushes_before)
 	resting_count.fetch_sub(1, std::memory_order_seq_cst);
 	state.resting.store(false, std::memory_order_seq_cst);
 	starpu_pthread_mutex_unlock(mutex);
+	/* Asked without the worker's mutex: a pusher holds the engine's locks
+	 * (the window's) while it takes a worker's, through the wake-up. */
+	if (ended_by_safety_net && engine_holds_work && engine_holds_work())
+		stalled.fetch_add(1, std::memory_order_relaxed);
 }
 
 void deregister_progression_hook()
@@ -197,6 +220,8 @@ void deregister_progression_hook()
 		starpu_progression_hook_deregister(hook);
 }
 
+void decide_and_rest(ThisWorker &self);
+
 /* The idle hook: the CPU driver, after an iteration without a task, outside
  * any scheduling operation (driver_cpu.c, _starpu_cpu_driver_run_once). */
 unsigned after_idle_iteration(void *)
@@ -205,8 +230,19 @@ unsigned after_idle_iteration(void *)
 	if (!self.pop_found_nothing)
 		return 1;
 	self.pop_found_nothing = false;
-	if (!running.load(std::memory_order_acquire))
-		return 1;
+	/* Counted before running is read, so that stop() can wait for every
+	 * worker to be out of the engine's state. */
+	workers_in_hook.fetch_add(1, std::memory_order_seq_cst);
+	if (running.load(std::memory_order_seq_cst))
+		decide_and_rest(self);
+	workers_in_hook.fetch_sub(1, std::memory_order_seq_cst);
+	return 1;
+}
+
+/* The idle hook's decision, for a worker whose pop found nothing, while
+ * start() has run and stop() has not finished. */
+void decide_and_rest(ThisWorker &self)
+{
 	DriverKind kind = driver_kind.load(std::memory_order_relaxed);
 	if (kind == DriverKind::unknown) {
 		const DriverKind seen = self.driver_evaluated_sleep ? DriverKind::sleeps : DriverKind::polls;
@@ -218,10 +254,26 @@ unsigned after_idle_iteration(void *)
 	}
 	self.driver_evaluated_sleep = false;
 	if (kind != DriverKind::polls)
-		return 1;
+		return;
+	if (self.program_hook_forbids_resting) {
+		self.program_hook_forbids_resting = false;
+		return;
+	}
+	/* Requests between memory nodes (an out-of-core disk, NUMA nodes
+	 * StarPU manages) progress only while a worker of the node polls
+	 * for them (__starpu_datawizard_progress), and posting one wakes
+	 * nobody in a non-blocking build (_starpu_post_data_request,
+	 * datawizard/data_request.c: inside #ifndef STARPU_NON_BLOCKING_DRIVERS):
+	 * an acquisition of out-of-core data waited 608 us for the safety net
+	 * instead of 40.  Asked each time: a disk node appears after the
+	 * policy starts (_starpu_swap_init) or when the program registers one. */
+	if (starpu_memory_nodes_get_count() > 1) {
+		several_memory_nodes.store(true, std::memory_order_relaxed);
+		return;
+	}
 	const int worker = starpu_worker_get_id();
 	if (worker < 0 || static_cast<unsigned>(worker) >= kMaxWorkers || starpu_worker_get_type(worker) != STARPU_CPU_WORKER)
-		return 1;
+		return;
 	const double now = starpu_timing_now();
 	if (self.idle_since_us == 0.0)
 		self.idle_since_us = now;
@@ -229,11 +281,11 @@ unsigned after_idle_iteration(void *)
 	if (idle_us < spin_us()) {
 		if (idle_us >= kPollWithoutYielding_us)
 			sched_yield();
-		return 1;
+		return;
 	}
 	if (contexts_let_it_rest(worker))
 		rest(worker, self.pushes_before_pop);
-	return 1;
+	return;
 }
 
 /* The progression hook: every thread making data requests progress; in a
@@ -258,10 +310,11 @@ void wake(int worker)
 
 } // namespace
 
-void start(const struct starpu_sched_policy *policy, const ContextLoad *load)
+void start(const struct starpu_sched_policy *policy, const ContextLoad *load, std::function<bool()> work_held)
 {
 	fusing_policy = policy;
 	context_load = load;
+	engine_holds_work = std::move(work_held);
 	pushes.store(0);
 	pushes_woken.store(0);
 	rests.store(0);
@@ -273,10 +326,11 @@ void start(const struct starpu_sched_policy *policy, const ContextLoad *load)
 	/* A blocking build was recognised by the previous StarPU of this
 	 * process; the library loaded now may be another. */
 	driver_kind.store(DriverKind::unknown);
+	several_memory_nodes.store(false);
 	wakeup_latency_us.store(40.0);
 	running.store(true, std::memory_order_release);
-	idle_hook = starpu_idle_hook_register(after_idle_iteration, nullptr);
-	progression_hook.store(starpu_progression_hook_register(after_progress, nullptr));
+	idle_hook = starpu_idle_hook_registration.get()(after_idle_iteration, nullptr);
+	progression_hook.store(starpu_progression_hook_registration.get()(after_progress, nullptr));
 	if (idle_hook < 0 || progression_hook.load() < 0) {
 		std::fprintf(stderr, "starpu-fusing: StarPU has no free idle or progression hook slot; "
 			     "idle workers poll (as STARPU_FUSING_IDLE_WORKERS=poll)\n");
@@ -286,7 +340,17 @@ void start(const struct starpu_sched_policy *policy, const ContextLoad *load)
 
 void stop()
 {
-	running.store(false, std::memory_order_release);
+	running.store(false, std::memory_order_seq_cst);
+	/* The engine's state (context_load, engine_holds_work) goes with it:
+	 * a worker still in the hook (a context of this policy deleted while
+	 * others run) is woken and waited for. */
+	while (workers_in_hook.load(std::memory_order_seq_cst) != 0) {
+		const unsigned count = starpu_worker_get_count();
+		for (unsigned worker = 0; worker < count && worker < kMaxWorkers; worker++)
+			if (workers[worker].resting.load(std::memory_order_seq_cst))
+				wake(static_cast<int>(worker));
+		sched_yield();
+	}
 	if (idle_hook >= 0)
 		starpu_idle_hook_deregister(idle_hook);
 	idle_hook = -1;
@@ -348,6 +412,11 @@ void task_starting(const struct starpu_task *task)
 	}
 }
 
+void note_program_hook_forbids_resting()
+{
+	this_worker.program_hook_forbids_resting = true;
+}
+
 bool resting_enabled()
 {
 	return running.load(std::memory_order_acquire);
@@ -362,6 +431,12 @@ Statistics statistics()
 void print(FILE *stream)
 {
 	const Statistics s = statistics();
+	if (several_memory_nodes.load()) {
+		std::fprintf(stream, "[starpu-fusing] idle workers: poll, as StarPU's drivers do: the machine "
+				     "has %u memory nodes, whose data requests progress only while their workers poll\n",
+			     starpu_memory_nodes_get_count());
+		return;
+	}
 	if (s.drivers_sleep) {
 		std::fprintf(stream, "[starpu-fusing] idle workers: StarPU's drivers sleep themselves (a build with "
 				     "blocking drivers); the policy lets them\n");
@@ -375,6 +450,42 @@ void print(FILE *stream)
 
 } // namespace idle_workers
 } // namespace fusing
+
+namespace {
+
+/* A hook the program registers, as StarPU calls it: the program's function
+ * and argument.  Never freed: StarPU reads a slot under its lock and calls
+ * the hook after releasing it, so a deregistered hook may still run once. */
+struct ProgramHook {
+	unsigned (*function)(void *);
+	void *arg;
+};
+
+unsigned run_program_hook(void *arg)
+{
+	const ProgramHook *hook = static_cast<const ProgramHook *>(arg);
+	const unsigned may_block = hook->function(hook->arg);
+	if (!may_block)
+		fusing::idle_workers::note_program_hook_forbids_resting();
+	return may_block;
+}
+
+} // namespace
+
+/* The program's hooks go through run_program_hook, so that a worker does
+ * not rest after one asked StarPU's drivers not to block (a program polling
+ * an external event from its hook: 237 us from event to callback instead of
+ * 21).  Effective where the program's calls reach the library (preloaded,
+ * as starpu-fusing-run does); any thread. */
+extern "C" FUSING_PUBLIC int starpu_progression_hook_register(unsigned (*func)(void *arg), void *arg)
+{
+	return fusing::idle_workers::starpu_progression_hook_registration.get()(run_program_hook, new ProgramHook{func, arg});
+}
+
+extern "C" FUSING_PUBLIC int starpu_idle_hook_register(unsigned (*func)(void *arg), void *arg)
+{
+	return fusing::idle_workers::starpu_idle_hook_registration.get()(run_program_hook, new ProgramHook{func, arg});
+}
 
 extern "C" FUSING_PUBLIC int starpu_fusing_get_idle_statistics(struct starpu_fusing_idle_statistics *statistics)
 {

@@ -44,7 +44,16 @@
  *  - it belongs to a context of another policy (whose pushes would not
  *    wake it), or to several of ours with tasks queued in any (a
  *    non-blocking driver pops one context per iteration);
- *  - the iteration did not call our pop (the driver waits for a transfer).
+ *  - the iteration did not call our pop (the driver waits for a transfer);
+ *  - the machine has several memory nodes (requests between them progress
+ *    only while a worker of the node polls, and posting one wakes nobody
+ *    in a non-blocking build);
+ *  - one of the program's progression or idle hooks returned 0 ("do not
+ *    block") since the worker's last decision: the library defines the
+ *    two registration functions and wraps the program's hooks.
+ * And the window, which hands over what is worth running when a polling
+ * worker's pop finds nothing, is asked to when a group becomes worth running
+ * while a worker waits (submission/window.cpp, place).
  *
  * Threads: every function runs in a CPU worker except pushed() and
  * pinned_task_queued() (any thread pushing a task) and the statistics
@@ -60,6 +69,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 
 namespace fusing {
 
@@ -72,9 +82,11 @@ namespace idle_workers {
 constexpr long kSafetyNet_us = 500;
 
 /* Registers the hooks; policy is the `fusing` structure (contexts using it
- * wake their workers through pushed()), load the per-context queued counts.
- * The thread creating the engine, before any task. */
-void start(const struct starpu_sched_policy *policy, const ContextLoad *load);
+ * wake their workers through pushed()), load the per-context queued counts,
+ * work_held whether the engine holds work a worker could do now that no
+ * wake-up is on its way for (a rest the safety net ends then counts as
+ * stalled).  The thread creating the engine, before any task. */
+void start(const struct starpu_sched_policy *policy, const ContextLoad *load, std::function<bool()> work_held);
 /* Deregisters them; workers still inside a hook return at once. */
 void stop();
 
@@ -97,6 +109,10 @@ struct Statistics {
 	unsigned resting_now;
 	bool drivers_sleep; /* StarPU's drivers block (blocking-drivers build) */
 };
+/* One of the program's hooks returned 0 (the calling thread's next rest
+ * decision does not rest); any thread. */
+void note_program_hook_forbids_resting();
+
 /* start() ran and stop() did not: workers may rest. */
 bool resting_enabled();
 Statistics statistics();

@@ -428,6 +428,12 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	} else if (deferred_.load(std::memory_order_relaxed) >= max_window_tasks_) {
 		HandOverScope cause(*this, HandOver::window_full);
 		flush_locked();
+	} else if ((g.unpredicted || g.predicted_us >= kWorthRunningAlone_us) && load_.some_worker_waits(ctx)) {
+		/* A worker waits, and the group is now worth running: what a
+		 * polling worker's empty pop would ask for (request_flush), asked
+		 * here, since a resting worker does not pop (a group of 5 tasks of
+		 * 11 us waited for the 500 us safety net; sched/idle_workers.h). */
+		request_flush();
 	}
 }
 
@@ -1218,6 +1224,19 @@ void SubmissionWindow::end_wait()
 {
 	waiting_threads_.fetch_sub(1, std::memory_order_relaxed);
 	retired_.free_waiting();
+}
+
+bool SubmissionWindow::holds_unrequested_work()
+{
+	if (!holds_tasks() || flush_requested_.load(std::memory_order_seq_cst))
+		return false;
+	std::unique_lock<std::recursive_mutex> lock(mutex_, std::try_to_lock);
+	if (!lock.owns_lock())
+		return false;
+	for (const Group &group : groups_)
+		if (group.unpredicted || group.predicted_us >= kWorthRunningAlone_us)
+			return !flush_requested_.load(std::memory_order_seq_cst);
+	return false;
 }
 
 void SubmissionWindow::request_flush()

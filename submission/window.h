@@ -104,6 +104,12 @@ public:
 	{
 		return deferred_.load(std::memory_order_seq_cst) != 0 || calls_waiting_.load(std::memory_order_seq_cst) != 0;
 	}
+	/* A group worth running now (what request_flush hands over) waits in
+	 * the window, and no flush was requested for it: work a worker could
+	 * do.  Does not wait for mutex_ (false when another thread holds it:
+	 * placing or handing over).  Any thread; the idle workers' statistics
+	 * (sched/idle_workers.h) ask it when a rest ends by its safety net. */
+	bool holds_unrequested_work();
 
 	/* Tasks touching handle are never deferred from now on: data
 	 * partitioned with starpu_data_partition (its children alias it in

@@ -20,10 +20,14 @@
 #include <starpu.h>
 
 #include <sched.h>
+#include <semaphore.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -48,6 +52,26 @@ struct starpu_codelet make_increment_codelet()
 	return cl;
 }
 struct starpu_codelet increment_cl = make_increment_codelet();
+
+/* Fills a vector with the index its cl_arg points to (its handle's place
+ * in the test's list: the value the test reads back). */
+std::vector<starpu_data_handle_t> *filled_vectors = nullptr;
+void fill(void **buffers, void *arg)
+{
+	long *values = reinterpret_cast<long *>(STARPU_VECTOR_GET_PTR(buffers[0]));
+	const long index = static_cast<starpu_data_handle_t *>(arg) - filled_vectors->data();
+	for (unsigned i = 0; i < STARPU_VECTOR_GET_NX(buffers[0]); i++)
+		values[i] = index;
+}
+struct starpu_codelet fill_cl = [] {
+	struct starpu_codelet cl;
+	starpu_codelet_init(&cl);
+	cl.cpu_funcs[0] = fill;
+	cl.nbuffers = 1;
+	cl.modes[0] = STARPU_W;
+	cl.name = "fill";
+	return cl;
+}();
 
 struct starpu_fusing_idle_statistics idle_statistics()
 {
@@ -309,6 +333,166 @@ void idle_workers_stop_at_shutdown(void **)
 	session.finish(1, false);
 }
 
+/* ------------------------------------------ where workers must not rest
+ * Out-of-core data: with a disk node, requests between it and the main
+ * memory progress only while a worker of the main memory polls, and posting
+ * one wakes nobody in a non-blocking build: no worker rests (an
+ * acquisition waited for the 500 us safety net).  Vectors written by tasks,
+ * far more than the 1 MB StarPU may keep in memory, then read back by
+ * acquisitions whose callbacks the program waits for. */
+sem_t acquired;
+void note_acquired(void *)
+{
+	sem_post(&acquired);
+}
+
+void idle_workers_poll_where_data_moves_between_memory_nodes(void **)
+{
+	char swap[] = "/tmp/test_idle_workers.XXXXXX";
+	assert_non_null(mkdtemp(swap));
+	setenv("STARPU_LIMIT_CPU_MEM", "1", 1);
+	setenv("STARPU_DISK_SWAP", swap, 1);
+	setenv("STARPU_DISK_SWAP_BACKEND", "unistd", 1);
+	setenv("STARPU_DISK_SWAP_SIZE", "200", 1);
+	Session session("idle_workers_poll_where_data_moves_between_memory_nodes");
+	unsetenv("STARPU_LIMIT_CPU_MEM");
+	unsetenv("STARPU_DISK_SWAP");
+	unsetenv("STARPU_DISK_SWAP_BACKEND");
+	unsetenv("STARPU_DISK_SWAP_SIZE");
+	assert_true(starpu_memory_nodes_get_count() > 1);
+	constexpr unsigned kVectors = 32, kElements = 64 * 1024 / sizeof(long);
+	std::vector<starpu_data_handle_t> vectors(kVectors);
+	filled_vectors = &vectors;
+	for (starpu_data_handle_t &vector : vectors) {
+		starpu_vector_data_register(&vector, -1, 0, kElements, sizeof(long));
+		struct starpu_task *task = starpu_task_create();
+		task->cl = &fill_cl;
+		task->handles[0] = vector;
+		task->cl_arg = &vector;
+		assert_int_equal(starpu_task_submit(task), 0);
+	}
+	starpu_task_wait_for_all();
+	/* A worker may have rested once during starpu_init, before StarPU
+	 * added the disk node (_starpu_swap_init runs after the drivers
+	 * start); every decision since the tasks above saw two nodes. */
+	const unsigned long long rests_before = idle_statistics().rests;
+	sem_init(&acquired, 0, 0);
+	for (unsigned round = 0; round < 4 * kVectors; round++) {
+		starpu_data_handle_t vector = vectors[round % kVectors];
+		assert_int_equal(starpu_data_acquire_cb(vector, STARPU_R, note_acquired, nullptr), 0);
+		sem_wait(&acquired);
+		const long *values = reinterpret_cast<const long *>(starpu_vector_get_local_ptr(vector));
+		assert_int_equal(values[kElements - 1], long(round % kVectors));
+		starpu_data_release(vector);
+	}
+	sem_destroy(&acquired);
+	const struct starpu_fusing_idle_statistics statistics = idle_statistics();
+	for (starpu_data_handle_t vector : vectors)
+		starpu_data_unregister(vector);
+	std::printf("%u memory nodes: rests %llu\n", starpu_memory_nodes_get_count(), statistics.rests - rests_before);
+	assert_int_equal(statistics.rests, rests_before);
+	session.finish(0, false);
+	rmdir(swap);
+}
+
+/* A program's progression hook that returns 0 asks StarPU's drivers not to
+ * block (a program polling an external event from it); no worker rests
+ * while it is registered. */
+std::atomic<long> hook_calls{0};
+unsigned poll_an_event(void *)
+{
+	hook_calls++;
+	return 0;
+}
+
+void idle_workers_honour_a_hook_that_forbids_blocking(void **)
+{
+	Session session("idle_workers_honour_a_hook_that_forbids_blocking");
+	session.wait_until_workers_rest();
+	const int hook = starpu_progression_hook_register(poll_an_event, nullptr);
+	assert_true(hook >= 0);
+	/* Until both workers went through the hook at least once more, a rest
+	 * begun before it may still run out. */
+	for (long round = 0; round < kRounds; round++) {
+		assert_int_equal(starpu_task_submit(session.increment_task()), 0);
+		starpu_task_wait_for_all();
+	}
+	const unsigned long long rests_before = idle_statistics().rests;
+	const long calls_before = hook_calls;
+	while (hook_calls < calls_before + 1000)
+		sched_yield();
+	const unsigned long long rests_after = idle_statistics().rests;
+	starpu_progression_hook_deregister(hook);
+	std::printf("hook called %ld times; rests while it was registered %llu\n", hook_calls.load(), rests_after - rests_before);
+	assert_int_equal(rests_after, rests_before);
+	session.finish(kRounds, false);
+}
+
+/* Work the submission window holds while the workers rest: a group worth
+ * running now (5 tasks predicted at 20 us each) goes to StarPU at once, as
+ * a polling worker's empty pop would have asked; with
+ * STARPU_FUSING_MAX_DELAY at 10 s, nothing else would hand it over before a
+ * rest ended by its safety net (counted as stalled).  The program waits for
+ * the tasks' callbacks, not for StarPU (whose waits flush the window). */
+double twenty_us(struct starpu_task *, unsigned)
+{
+	return 20.0;
+}
+struct starpu_perfmodel twenty_us_model = [] {
+	struct starpu_perfmodel model = {};
+	model.type = STARPU_COMMON;
+	model.cost_function = twenty_us;
+	model.symbol = "twenty_us";
+	return model;
+}();
+void increment_each(void **buffers, void *arg)
+{
+	increment(buffers, arg);
+}
+struct starpu_codelet predicted_increment_cl = [] {
+	struct starpu_codelet cl = make_increment_codelet();
+	cl.cpu_funcs[0] = increment_each;
+	cl.model = &twenty_us_model;
+	cl.name = "predicted_increment";
+	return cl;
+}();
+sem_t task_done;
+void note_task_done(void *)
+{
+	sem_post(&task_done);
+}
+
+void idle_worker_wakes_for_work_the_window_holds(void **)
+{
+	setenv("STARPU_FUSING_MAX_DELAY", "10s", 1);
+	Session session("idle_worker_wakes_for_work_the_window_holds");
+	unsetenv("STARPU_FUSING_MAX_DELAY");
+	constexpr unsigned kTasks = 5;
+	std::vector<long> values(kTasks, 0);
+	std::vector<starpu_data_handle_t> handles(kTasks);
+	for (unsigned t = 0; t < kTasks; t++)
+		starpu_variable_data_register(&handles[t], STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&values[t]), sizeof(long));
+	sem_init(&task_done, 0, 0);
+	for (long round = 0; round < kRounds; round++) {
+		session.wait_until_workers_rest();
+		for (unsigned t = 0; t < kTasks; t++) {
+			struct starpu_task *task = starpu_task_create();
+			task->cl = &predicted_increment_cl;
+			task->handles[0] = handles[t];
+			task->callback_func = note_task_done;
+			assert_int_equal(starpu_task_submit(task), 0);
+		}
+		for (unsigned t = 0; t < kTasks; t++)
+			sem_wait(&task_done);
+	}
+	sem_destroy(&task_done);
+	for (unsigned t = 0; t < kTasks; t++) {
+		starpu_data_unregister(handles[t]);
+		assert_int_equal(values[t], kRounds);
+	}
+	session.finish(0);
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -332,6 +516,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(idle_worker_wakes_after_a_pause),
 		cmocka_unit_test(idle_worker_wakes_for_a_task_a_callback_submits),
 		cmocka_unit_test(idle_workers_stop_at_shutdown),
+		cmocka_unit_test(idle_workers_poll_where_data_moves_between_memory_nodes),
+		cmocka_unit_test(idle_workers_honour_a_hook_that_forbids_blocking),
+		cmocka_unit_test(idle_worker_wakes_for_work_the_window_holds),
 	};
 	return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
