@@ -41,17 +41,17 @@ void increment(void **buffers, void *)
 	(*value)++;
 }
 
-struct starpu_codelet make_increment_codelet()
+struct starpu_codelet one_buffer_codelet(void (*function)(void **, void *), enum starpu_data_access_mode mode, const char *name)
 {
 	struct starpu_codelet cl;
 	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = increment;
+	cl.cpu_funcs[0] = function;
 	cl.nbuffers = 1;
-	cl.modes[0] = STARPU_RW;
-	cl.name = "increment";
+	cl.modes[0] = mode;
+	cl.name = name;
 	return cl;
 }
-struct starpu_codelet increment_cl = make_increment_codelet();
+struct starpu_codelet increment_cl = one_buffer_codelet(increment, STARPU_RW, "increment");
 
 /* Fills a vector with the index its cl_arg points to (its handle's place
  * in the test's list: the value the test reads back). */
@@ -63,15 +63,7 @@ void fill(void **buffers, void *arg)
 	for (unsigned i = 0; i < STARPU_VECTOR_GET_NX(buffers[0]); i++)
 		values[i] = index;
 }
-struct starpu_codelet fill_cl = [] {
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = fill;
-	cl.nbuffers = 1;
-	cl.modes[0] = STARPU_W;
-	cl.name = "fill";
-	return cl;
-}();
+struct starpu_codelet fill_cl = one_buffer_codelet(fill, STARPU_W, "fill");
 
 struct starpu_fusing_idle_statistics idle_statistics()
 {
@@ -445,15 +437,9 @@ struct starpu_perfmodel twenty_us_model = [] {
 	model.symbol = "twenty_us";
 	return model;
 }();
-void increment_each(void **buffers, void *arg)
-{
-	increment(buffers, arg);
-}
 struct starpu_codelet predicted_increment_cl = [] {
-	struct starpu_codelet cl = make_increment_codelet();
-	cl.cpu_funcs[0] = increment_each;
+	struct starpu_codelet cl = one_buffer_codelet(increment, STARPU_RW, "predicted_increment");
 	cl.model = &twenty_us_model;
-	cl.name = "predicted_increment";
 	return cl;
 }();
 sem_t task_done;
