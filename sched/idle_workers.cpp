@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <sched.h>
@@ -17,8 +18,11 @@ namespace fusing {
 namespace idle_workers {
 namespace {
 
-/* Bounds on the polling before a rest (spin_us). */
+/* Bounds on the polling before a rest for a wake-up's cost (spin_us). */
 constexpr double kShortestSpin_us = 5.0, kLongestSpin_us = 100.0;
+/* The longest polling that catches a worker's short idle gaps: beyond, a
+ * gap costs more polling than the wake-up it saves. */
+constexpr double kLongestCatch_us = 160.0;
 /* The first microseconds of idleness are polled as StarPU does: a task
  * often follows at once (a successor its last task released), and a
  * sched_yield() per poll costs 1-2 µs here (a pinned chain alternating two
@@ -82,6 +86,52 @@ std::atomic<DriverKind> driver_kind{DriverKind::unknown};
 
 std::atomic<std::uint64_t> rests{0}, woken{0}, safety_net{0}, stalled{0};
 
+/* How long the calling worker's recent idle gaps lasted, from its first
+ * empty iteration to its next task: a weight per bucket of lengths (powers
+ * of two from 10 us), older gaps fading.  A program whose worker waits
+ * tens of microseconds between operations (NNTile's one worker, while the
+ * program's thread, woken from its wait for all, prepares the next
+ * operation: 90% of gaps under 160 us) gets them caught by polling rather
+ * than paying a wake-up on each. */
+class IdleGaps {
+public:
+	void add(double gap_us)
+	{
+		for (double &weight : weights_)
+			weight *= kFading;
+		weights_[bucket_of(gap_us)] += 1.0;
+	}
+
+	/* The length under which the fraction q of the gaps ended (a bucket's
+	 * bound); infinity past the last bucket or before any gap. */
+	double quantile_us(double q) const
+	{
+		double total = 0.0;
+		for (double weight : weights_)
+			total += weight;
+		double below = 0.0, bound = kFirstBound_us;
+		for (std::size_t b = 0; b + 1 < weights_.size() && total > 0.0; b++, bound *= 2.0) {
+			below += weights_[b];
+			if (below >= q * total)
+				return bound;
+		}
+		return HUGE_VAL;
+	}
+
+private:
+	static constexpr double kFirstBound_us = 10.0;
+	static constexpr double kFading = 0.98; /* ~50 gaps make the picture */
+	static std::size_t bucket_of(double gap_us)
+	{
+		std::size_t bucket = 0;
+		for (double bound = kFirstBound_us; gap_us >= bound && bucket + 1 < kBuckets; bound *= 2.0)
+			bucket++;
+		return bucket;
+	}
+	static constexpr std::size_t kBuckets = 8; /* the last: 640 us and more */
+	std::array<double, kBuckets> weights_{};
+};
+
 /* The calling worker's view of its current driver iteration. */
 struct ThisWorker {
 	/* Our pop found nothing in this iteration, and nothing has run since. */
@@ -97,6 +147,7 @@ struct ThisWorker {
 	 * worker's last rest decision: "the driver must not block"
 	 * (_starpu_worker_can_block honours it in a blocking build). */
 	bool program_hook_forbids_resting = false;
+	IdleGaps gaps;
 };
 thread_local ThisWorker this_worker;
 
@@ -151,16 +202,25 @@ void note_wakeup_latency(double woken_at_us)
 	wakeup_latency_us.store(average + (latency - average) / 8.0, std::memory_order_relaxed);
 }
 
+/* What a wake-up costs (the moving average), within its bounds. */
+double wakeup_cost_us()
+{
+	return std::clamp(wakeup_latency_us.load(std::memory_order_relaxed), kShortestSpin_us, kLongestSpin_us);
+}
+
 /* How long an idle worker keeps polling before it rests: as long as a
  * wake-up would cost it, so that a task arriving sooner is taken at once
  * and one arriving later has cost at most twice the wait (spin, then
- * block: the classic bound).  Between its polls, after the first
- * kPollWithoutYielding_us, it yields its core, which StarPU's own loop
- * never does ("rep; nop", common/utils.h): the program's thread queued on
- * that core runs first. */
-double spin_us()
+ * block: the classic bound); longer, up to kLongestCatch_us, when 90% of
+ * the worker's recent idle gaps ended within that (IdleGaps).  Between its
+ * polls, after the first kPollWithoutYielding_us, it yields its core,
+ * which StarPU's own loop never does ("rep; nop", common/utils.h): the
+ * program's thread queued on that core runs first. */
+double spin_us(const ThisWorker &self)
 {
-	return std::clamp(wakeup_latency_us.load(std::memory_order_relaxed), kShortestSpin_us, kLongestSpin_us);
+	const double wakeup = wakeup_cost_us();
+	const double most_gaps = self.gaps.quantile_us(0.9);
+	return most_gaps <= kLongestCatch_us ? std::max(wakeup, most_gaps) : wakeup;
 }
 
 void rest(int worker, std::uint64_t pushes_before)
@@ -278,7 +338,7 @@ void decide_and_rest(ThisWorker &self)
 	if (self.idle_since_us == 0.0)
 		self.idle_since_us = now;
 	const double idle_us = now - self.idle_since_us;
-	if (idle_us < spin_us()) {
+	if (idle_us < spin_us(self)) {
 		if (idle_us >= kPollWithoutYielding_us)
 			sched_yield();
 		return;
@@ -397,8 +457,12 @@ void pinned_task_queued(int worker)
 
 void task_starting(const struct starpu_task *task)
 {
-	this_worker.pop_found_nothing = false;
-	this_worker.idle_since_us = 0.0;
+	ThisWorker &self = this_worker;
+	self.pop_found_nothing = false;
+	if (self.idle_since_us > 0.0) {
+		self.gaps.add(starpu_timing_now() - self.idle_since_us);
+		self.idle_since_us = 0.0;
+	}
 	if (!task->execute_on_a_specific_worker)
 		return;
 	const int worker = starpu_worker_get_id();
@@ -442,9 +506,10 @@ void print(FILE *stream)
 				     "blocking drivers); the policy lets them\n");
 		return;
 	}
-	std::fprintf(stream, "[starpu-fusing] idle workers: poll %.0f us (a wake-up's measured cost), then rest: %llu rests, "
+	std::fprintf(stream, "[starpu-fusing] idle workers: poll %.0f us (a wake-up's measured cost; up to %.0f us for a "
+			     "worker whose idle gaps were shorter), then rest: %llu rests, "
 			     "%llu ended by a wake-up, %llu by the %ld us safety net, %llu of these with a task waiting\n",
-		     spin_us(), (unsigned long long)s.rests, (unsigned long long)s.woken, (unsigned long long)s.safety_net,
+		     wakeup_cost_us(), kLongestCatch_us, (unsigned long long)s.rests, (unsigned long long)s.woken, (unsigned long long)s.safety_net,
 		     kSafetyNet_us, (unsigned long long)s.stalled);
 }
 

@@ -1135,7 +1135,11 @@ double SubmissionWindow::flush_overdue_locked()
 void SubmissionWindow::flush_worth_running_locked()
 {
 	HandOverScope cause(*this, HandOver::idle_worker);
-	for (std::size_t i = 0; i < groups_.size(); i++) {
+	/* Through the newest group worth running: one request used to hand
+	 * over the oldest only, and polling workers asked again at once, but
+	 * a resting worker does not (DAHL: 9 rests ended by the safety net
+	 * while such groups waited). */
+	for (std::size_t i = groups_.size(); i-- > 0;) {
 		const Group &group = groups_[i];
 		if (group.unpredicted || group.predicted_us >= kWorthRunningAlone_us) {
 			submit_groups_through(first_open_ + i);
@@ -1249,8 +1253,8 @@ void SubmissionWindow::request_flush()
 
 /* The closer thread: once the oldest deferred task has waited
  * STARPU_FUSING_MAX_DELAY, flushes the window; on request (a worker found no
- * work), hands StarPU the oldest group worth running now (with the groups
- * opened before it): one nothing predicts, or with at least
+ * work), hands StarPU the groups worth running now (with the groups opened
+ * before the newest of them): one nothing predicts, or with at least
  * kWorthRunningAlone_us of predicted work.  Groups of tinier tasks wait to
  * fill up: a worker idle because the program submits tiny tasks one by one
  * gains more from larger merged tasks, which cost the program less to
