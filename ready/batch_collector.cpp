@@ -92,6 +92,15 @@ void BatchCollector::add(BorrowedTask &task, const FamilyKey &key, double predic
 
 void BatchCollector::request_flush(unsigned sched_ctx)
 {
+	/* Nothing buffered, nothing to close: the flusher is not woken.  A
+	 * program waiting for all its tasks after every operation (NNTile,
+	 * ~420 waits per training iteration) woke it each time, a futex call
+	 * and often a preemption on a machine whose cores the program's thread
+	 * and the workers fill.  A task buffered just after this read asks
+	 * again itself when a worker waits (Engine::on_task_ready), and its
+	 * batch's delay bounds its wait otherwise. */
+	if (buffered() == 0)
+		return;
 	{
 		std::lock_guard<std::mutex> lock(mutex_);
 		flush_requested_.set(sched_ctx);
