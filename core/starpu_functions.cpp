@@ -12,7 +12,17 @@ namespace fusing {
 
 void *starpu_own_function(const char *name)
 {
+	/* After this library in the search order when it is preloaded (its
+	 * definition comes first); otherwise (loaded after libstarpu, as
+	 * StarPU 1.4 loads STARPU_SCHED_LIB) the first definition is StarPU's. */
 	void *function = dlsym(RTLD_NEXT, name);
+	if (!function) {
+		Dl_info found{}, ours{};
+		function = dlsym(RTLD_DEFAULT, name);
+		if (function && dladdr(function, &found) && dladdr(reinterpret_cast<void *>(&starpu_own_function), &ours) &&
+		    found.dli_fbase == ours.dli_fbase)
+			function = nullptr;
+	}
 	if (!function) {
 		std::fprintf(stderr, "starpu-fusing: cannot find StarPU's %s: %s\n", name, dlerror());
 		std::abort();

@@ -1,5 +1,6 @@
 /* StarPU's own definitions of the functions this library defines in its
- * place, found with dlsym(RTLD_NEXT) on first use.  Any thread. */
+ * place, found with dlsym on first use (the next definition after this
+ * library's when it is preloaded, else the first).  Any thread. */
 #ifndef STARPU_FUSING_CORE_STARPU_FUNCTIONS_H
 #define STARPU_FUSING_CORE_STARPU_FUNCTIONS_H
 
