@@ -19,13 +19,15 @@
 #       (from (b)), a codelet excluded from fusion, and no-op tasks at one
 #       worker, in time against the base alone;
 #   (f) how long a task waits for an idle worker, path by path
-#       (examples/wakeup_paths), fusing against lws alone.
+#       (examples/wakeup_paths), fusing against lws alone;
+#   (g) what submitting costs the program's thread and the process, per
+#       task (examples/submission_cost), fusing against lws alone.
 # Writes DIR (default bench-results): CSV files, PNG and SVG plots (gnuplot),
 # and summary.md with the machine, the command and the key figures.
 # quick: about 3 minutes; full: about 15 minutes (more sizes, medians of 3).
 #
 # Environment (set by make bench): FUSING_LAUNCHER, STARPU_FUSING_LIBRARY,
-# TASK_SIZE_BENCH, CONV_GRANULARITY, CNN_TRAINING, WAKEUP_PATHS,
+# TASK_SIZE_BENCH, CONV_GRANULARITY, CNN_TRAINING, WAKEUP_PATHS, SUBMISSION_COST,
 # STARPU_EXAMPLES_DIR, STARPU_PKG.
 set -eu
 mode=quick
@@ -57,6 +59,7 @@ if [ "$mode" = quick ]; then
 	conv_args=-quick
 	cnn_args=-quick
 	wakeup_args="-rounds 3 -links 1000"
+	submission_args="-rounds 3 -tasks 10000"
 else
 	overhead_args="-i 400 -t 1 -T 8192 -f 2"
 	durations="1 3 10 30 100 300 1000 3000 10000"
@@ -65,6 +68,7 @@ else
 	conv_args="-reps 3"
 	cnn_args="-reps 3"
 	wakeup_args="-rounds 5 -links 2000"
+	submission_args="-rounds 5 -tasks 20000"
 fi
 started=$(date +%s)
 
@@ -260,6 +264,10 @@ END {
 # shellcheck disable=SC2086 # wakeup_args are words by design
 "$here/../wakeup_paths/run_wakeup_paths.sh" $wakeup_args -out "$out" > "$out/wakeup_report.md"
 
+# ------------------------------------------ (g) what submitting costs, per task
+# shellcheck disable=SC2086 # submission_args are words by design
+"$here/../submission_cost/run_submission_cost.sh" $submission_args -out "$out" > "$out/submission_report.md"
+
 # ------------------------------------------------------------------ plots
 if command -v gnuplot >/dev/null; then
 	"$here/plot.sh" "$out"
@@ -356,6 +364,15 @@ minutes=$(( ($(date +%s) - started + 59) / 60 ))
 	echo "(examples/wakeup_paths); microseconds per link, medians of interleaved rounds."
 	echo
 	cat "$out/wakeup_report.md"
+	echo
+	echo "## What submitting costs, per task"
+	echo
+	echo "One thread submits no-op tasks on one worker, then waits for them (examples/submission_cost):"
+	echo "CPU time of that thread and of the process, from the first submission to the end of the wait,"
+	echo "per task, medians of interleaved rounds. Deferred: read-write chains over 100 handles,"
+	echo "independent tasks; not deferred: tagged tasks, a codelet excluded from fusion."
+	echo
+	cat "$out/submission_report.md"
 	echo
 	if [ -f "$out/sweep_independent.png" ]; then
 		echo "## Plots"

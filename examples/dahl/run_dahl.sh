@@ -63,19 +63,19 @@ runs_csv="$out/dahl_runs.csv"
 
 # label, how it runs: a built-in policy alone, or fusing (over lws) with
 # STARPU_FUSING_KERNELS, STARPU_FUSING_MODE, STARPU_FUSING_PLAN_ELISION and
-# STARPU_FUSING_IDLE_WORKERS.
+# STARPU_FUSING_IDLE_WORKERS.  "default" is fusing as it runs unconfigured
+# (the kernel pack off, both modes, elision, idle workers sleeping).
 configurations="eager builtin eager
 lws builtin lws
 ws builtin ws
 dmda builtin dmda
 dmdas builtin dmdas
-fusing-kernels fusing auto ready on sleep
-fusing-no-kernels fusing off ready on sleep
-fusing-polling fusing auto ready on poll
-fusing-both-kernels fusing auto both on sleep
-fusing-both-no-kernels fusing off both on sleep
-fusing-both-no-elision fusing auto both off sleep
-fusing-both-polling fusing auto both on poll"
+default fusing off both on sleep
+default-kernel-pack fusing auto both on sleep
+default-polling fusing off both on poll
+default-no-elision fusing off both off sleep
+ready fusing off ready on sleep
+ready-kernel-pack fusing auto ready on sleep"
 if [ -n "$blocking" ]; then
 	configurations="$configurations
 eager-blocking builtin eager
@@ -144,7 +144,7 @@ for round in $(seq "$runs"); do
 done
 rm -f "$out/run.tmp"
 
-# One more fusing run for its statistics.
+# One more run of the default for its statistics.
 (cd "$out" && STARPU_FUSING_STATS=1 "$launcher" "$program" ${images:+"$images" "$labels"} > /dev/null 2> "$out/dahl_stats.txt")
 
 awk -F, -v epochs="$epochs" '
