@@ -1138,10 +1138,15 @@ void SubmissionWindow::flush_worth_running_locked()
 	/* Through the newest group worth running: one request used to hand
 	 * over the oldest only, and polling workers asked again at once, but
 	 * a resting worker does not (DAHL: 9 rests ended by the safety net
-	 * while such groups waited). */
+	 * while such groups waited).  Only while a worker of its context still
+	 * waits: the request may be older than the groups (the program's
+	 * thread deferred tasks while the worker that asked got busy), and
+	 * handing them over then only makes them smaller (flush barrier test:
+	 * increments deferred while the worker ran a reduction reached StarPU
+	 * before the reader that had to find them deferred). */
 	for (std::size_t i = groups_.size(); i-- > 0;) {
 		const Group &group = groups_[i];
-		if (group.unpredicted || group.predicted_us >= kWorthRunningAlone_us) {
+		if ((group.unpredicted || group.predicted_us >= kWorthRunningAlone_us) && load_.some_worker_waits(group.sched_ctx)) {
 			submit_groups_through(first_open_ + i);
 			return;
 		}
