@@ -1237,14 +1237,14 @@ void SubmissionWindow::end_wait()
 
 bool SubmissionWindow::holds_unrequested_work()
 {
-	if (!holds_tasks() || flush_requested_.load(std::memory_order_seq_cst))
+	if (!holds_tasks() || flush_requested_.load(std::memory_order_seq_cst) || closer_handling_.load(std::memory_order_seq_cst))
 		return false;
 	std::unique_lock<std::recursive_mutex> lock(mutex_, std::try_to_lock);
 	if (!lock.owns_lock())
 		return false;
 	for (const Group &group : groups_)
 		if (group.unpredicted || group.predicted_us >= kWorthRunningAlone_us)
-			return !flush_requested_.load(std::memory_order_seq_cst);
+			return !flush_requested_.load(std::memory_order_seq_cst) && !closer_handling_.load(std::memory_order_seq_cst);
 	return false;
 }
 
@@ -1299,7 +1299,10 @@ void SubmissionWindow::close_periodically()
 		}
 		if (closer_stop_)
 			break;
-		const bool requested = flush_requested_.exchange(false, std::memory_order_relaxed);
+		/* Set while a request is taken and handled: what the window holds
+		 * then is on its way (holds_unrequested_work). */
+		closer_handling_.store(true, std::memory_order_seq_cst);
+		const bool requested = flush_requested_.exchange(false, std::memory_order_seq_cst);
 		lock.unlock();
 		{
 			std::lock_guard<std::recursive_mutex> window_lock(mutex_);
@@ -1308,6 +1311,7 @@ void SubmissionWindow::close_periodically()
 				flush_worth_running_locked();
 			due_us = flush_overdue_locked();
 		}
+		closer_handling_.store(false, std::memory_order_seq_cst);
 		lock.lock();
 	}
 }

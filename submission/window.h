@@ -477,6 +477,8 @@ private:
 	std::condition_variable closer_wakeup_;
 	bool closer_stop_ = false;                 /* guarded by closer_mutex_ */
 	std::atomic<bool> flush_requested_{false};
+	/* The closer took a request and hands over what it asked for. */
+	std::atomic<bool> closer_handling_{false};
 	/* The closer will look at the window within STARPU_FUSING_MAX_DELAY
 	 * without being woken (close_periodically). */
 	std::atomic<bool> closer_watching_{false};
