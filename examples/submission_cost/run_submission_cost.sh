@@ -34,9 +34,14 @@ for round in $(seq "$rounds"); do
 		for configuration in base fusing; do
 			case "$configuration" in
 			base) line=$(STARPU_SCHED=$base timeout 300 "$program" "$kind" "$tasks") ;;
-			fusing) line=$(STARPU_FUSING_BASE=$base STARPU_FUSING_EXCLUDE=excluded_noop timeout 300 "$launcher" "$program" "$kind" "$tasks") ;;
+			fusing)
+				if [ "$kind" = excluded ]; then
+					line=$(STARPU_FUSING_BASE=$base STARPU_FUSING_EXCLUDE=excluded_noop timeout 300 "$launcher" "$program" "$kind" "$tasks")
+				else
+					line=$(STARPU_FUSING_BASE=$base timeout 300 "$launcher" "$program" "$kind" "$tasks")
+				fi ;;
 			esac
-			echo "$line" | awk -v c="$kind" -v k="$configuration" -v r="$round" -F'[ ,]+' \\
+			echo "$line" | awk -v c="$kind" -v k="$configuration" -v r="$round" -F'[ ,]+' \
 				'{ for (i = 1; i <= NF; i++) { if ($i == "thread") t = $(i + 1); if ($i == "process") p = $(i + 1); if ($i == "wall") w = $(i - 2) } }
 				 END { printf "%s,%s,%s,%s,%s,%s\n", c, k, r, t, p, w }' >> "$csv"
 		done
