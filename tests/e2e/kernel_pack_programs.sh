@@ -9,7 +9,7 @@
 #    shape verified on its own), one overwriting a STARPU_W output the
 #    entry accumulates into (outputs not at zero run the codelet), one
 #    reading its own task (dropped, one line), a matrix whose ld is below
-#    its width (refused).
+#    its width (refused; StarPU 1.4 refuses it at registration: skipped).
 #  - Under the default (the pack off), the cases no verification by
 #    example can catch must compute right: a codelet reading a global the
 #    program changes, one with side effects, one accumulating in double.
@@ -34,6 +34,10 @@ not_taken() { sed -n 's/.*; \([0-9]*\) tasks of shapes it does not take.*/\1/p' 
 for program in mixed_float_int64 w_overwrite_matvec task_field_scale hankel_matvec; do
 	run "$program" $with_pack
 	status=$?
+	if [ "$status" = 77 ]; then
+		echo "skip $program: $(sed -n 's/^RESULT SKIP: //p' "$out")"
+		continue
+	fi
 	if [ "$status" != 0 ] || ! grep -q "^RESULT OK" "$out"; then
 		fail "$program with the kernel pack on (exit status $status)"
 		continue

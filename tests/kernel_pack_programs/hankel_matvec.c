@@ -19,6 +19,11 @@ static float A[2 * N], V[ROUNDS][T][N], OUT[ROUNDS][T][N];
 
 int main(void)
 {
+#if STARPU_MAJOR_VERSION > 1 || (STARPU_MAJOR_VERSION == 1 && STARPU_MINOR_VERSION >= 4)
+	/* StarPU 1.4 refuses such a matrix at registration (ld >= nx). */
+	printf("RESULT SKIP: StarPU %d.%d refuses a matrix whose ld is below its width\n", STARPU_MAJOR_VERSION, STARPU_MINOR_VERSION);
+	return 77;
+#endif
 	unsigned seed = 41;
 	for (int i = 0; i < 2 * N; i++) A[i] = frand(&seed);
 	for (int r = 0; r < ROUNDS; r++) for (int t = 0; t < T; t++) for (int i = 0; i < N; i++) V[r][t][i] = frand(&seed);
