@@ -772,11 +772,11 @@ bool SubmissionWindow::fits_trees(const Group &group, const std::vector<Access<s
 			continue;
 		/* The access is an ancestor of a held handle, or a held handle
 		 * is one of its ancestors (PartitionTrees::related). */
-		if (group.tree_ancestors.count(access.handle))
+		if (group.tree_ancestors.contains(access.handle))
 			return false;
 		starpu_data_handle_t ancestor;
 		for (starpu_data_handle_t h = access.handle; trees_.parent_of(h, ancestor); h = ancestor)
-			if (group.tree_handles.count(ancestor))
+			if (group.tree_handles.contains(ancestor))
 				return false;
 	}
 	return true;
@@ -793,11 +793,11 @@ void SubmissionWindow::note_tree_handles(Group &group, const std::vector<Access<
 
 void SubmissionWindow::note_tree_handle(Group &group, starpu_data_handle_t handle) const
 {
-	if (!group.tree_handles.insert(handle).second)
+	if (!group.tree_handles.insert(handle))
 		return;
 	/* An ancestor already noted had its own ancestors noted with it. */
 	starpu_data_handle_t ancestor;
-	for (starpu_data_handle_t h = handle; trees_.parent_of(h, ancestor) && group.tree_ancestors.insert(ancestor).second; h = ancestor)
+	for (starpu_data_handle_t h = handle; trees_.parent_of(h, ancestor) && group.tree_ancestors.insert(ancestor); h = ancestor)
 		;
 }
 
@@ -967,11 +967,15 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 		note_not_elided(parent, &*episode, false);
 		return false;
 	}
+	/* Looked up for every use of every group since the partition: a
+	 * linear search through DAHL's children was a third of the main
+	 * thread's instructions spent in this function. */
+	HandleTable<starpu_data_handle_t, long> index_of_child;
+	for (std::size_t c = 0; c < nparts; c++)
+		index_of_child.find_or_add(children[c]) = static_cast<long>(c);
 	auto child_index = [&](starpu_data_handle_t handle) -> long {
-		for (std::size_t c = 0; c < nparts; c++)
-			if (children[c] == handle)
-				return static_cast<long>(c);
-		return -1;
+		const long *index = index_of_child.find(handle);
+		return index ? *index : -1;
 	};
 	/* A member whose codelet's model StarPU calibrates adds its duration
 	 * to the model, which reads its handles: the program may unregister
@@ -1025,7 +1029,9 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 			/* The group now holds the parent, not the children
 			 * (fits_trees): the ancestors are noted again from
 			 * what it holds. */
-			std::vector<starpu_data_handle_t> held(group.tree_handles.begin(), group.tree_handles.end());
+			std::vector<starpu_data_handle_t> held;
+			held.reserve(group.tree_handles.size());
+			group.tree_handles.for_each([&](starpu_data_handle_t h) { held.push_back(h); });
 			group.tree_handles.clear();
 			group.tree_ancestors.clear();
 			for (starpu_data_handle_t h : held)

@@ -23,6 +23,7 @@
 
 #include "core/admission.h"
 #include "core/codelet_observations.h"
+#include "core/handle_table.h"
 #include "submission/window_order.h"
 #include "submission/held_data.h"
 #include "submission/named_members.h"
@@ -254,8 +255,8 @@ private:
 		 * held handle's ancestors do not change while the group is
 		 * open: cleaning or re-planning an ancestor conflicts with it
 		 * and hands the group over first. */
-		std::unordered_set<starpu_data_handle_t> tree_handles;
-		std::unordered_set<starpu_data_handle_t> tree_ancestors;
+		HandleSet<starpu_data_handle_t> tree_handles;
+		HandleSet<starpu_data_handle_t> tree_ancestors;
 		/* The handles its members reduce (STARPU_REDUX): no member
 		 * accesses them otherwise (fits_reductions()). */
 		std::vector<starpu_data_handle_t> reduced_handles;
