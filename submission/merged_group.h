@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <memory>
+#include <algorithm>
 #include <vector>
 
 namespace fusing {
@@ -100,6 +101,11 @@ struct GroupMembers {
 		views.push_back(std::move(view));
 	}
 	bool is_view(std::size_t use) const { return !view_of_use.empty() && view_of_use[use] >= 0; }
+	/* The member use u belongs to. */
+	std::size_t member_of_use(std::size_t use) const
+	{
+		return static_cast<std::size_t>(std::upper_bound(first_use.begin(), first_use.end(), use) - first_use.begin()) - 1;
+	}
 
 	/* Room for tasks of nbuffers each: one allocation per group. */
 	void reserve(std::size_t tasks_count, unsigned nbuffers)

@@ -407,6 +407,7 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 	note_tree_handles(g, accesses);
 	if (reduction)
 		note_reduced_handles(g, task);
+	note_child_uses(g, accesses);
 	g.members.add(task);
 	if (std::isnan(predicted_us))
 		g.unpredicted = true;
@@ -782,6 +783,17 @@ bool SubmissionWindow::fits_trees(const Group &group, const std::vector<Access<s
 	return true;
 }
 
+void SubmissionWindow::note_child_uses(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const
+{
+	if (!any_tree_.load(std::memory_order_relaxed))
+		return;
+	const auto first = static_cast<unsigned>(group.members.use_handles.size());
+	starpu_data_handle_t parent;
+	for (std::size_t b = 0; b < accesses.size(); b++)
+		if (trees_.parent_of(accesses[b].handle, parent))
+			group.child_uses_of.find_or_add(parent).push_back(first + static_cast<unsigned>(b));
+}
+
 void SubmissionWindow::note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const
 {
 	if (!any_tree_.load(std::memory_order_relaxed))
@@ -982,14 +994,16 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 	 * the children (cleaning the plan) before it runs.  Then the partition
 	 * goes to StarPU (doc/design.md, section 12). */
 	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
-		const GroupMembers &members = groups_[g].members;
-		for (std::size_t m = 0; m < members.tasks.size(); m++)
-			if (starpu_calibrates(members.tasks[m]))
-				for (std::size_t u = members.first_use[m]; u < members.end_use(m); u++)
-					if (child_index(members.use_handles[u]) >= 0) {
-						note_not_elided(parent, &*episode, true);
-						return false;
-					}
+		const Group &group = groups_[g];
+		const std::vector<unsigned> *uses = group.child_uses_of.find(parent);
+		if (!uses)
+			continue;
+		for (unsigned u : *uses)
+			if (child_index(group.members.use_handles[u]) >= 0 &&
+			    starpu_calibrates(group.members.tasks[group.members.member_of_use(u)])) {
+				note_not_elided(parent, &*episode, true);
+				return false;
+			}
 	}
 	/* The partition is still in the window, so is every group from its
 	 * position on (groups go to StarPU in order, the call with the first):
@@ -1017,13 +1031,25 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 		copy_interface(children[c], plan->child_interfaces[c]);
 	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
 		Group &group = groups_[g];
-		bool any_view = false;
-		for (std::size_t u = 0; u < group.members.use_handles.size(); u++) {
+		std::vector<unsigned> *uses = group.child_uses_of.find(parent);
+		if (!uses)
+			continue;
+		std::vector<unsigned> viewed;
+		for (unsigned u : *uses) {
 			const long index = child_index(group.members.use_handles[u]);
 			if (index < 0)
 				continue;
 			group.members.make_view(u, parent, ChildView{plan, static_cast<unsigned>(index)});
-			any_view = true;
+			viewed.push_back(u);
+		}
+		const bool any_view = !viewed.empty();
+		/* They are uses of the parent now: of a child of the
+		 * grandparent's plan, when the parent has one. */
+		uses->clear();
+		starpu_data_handle_t grandparent;
+		if (any_view && trees_.parent_of(parent, grandparent)) {
+			std::vector<unsigned> &of_grandparent = group.child_uses_of.find_or_add(grandparent);
+			of_grandparent.insert(of_grandparent.end(), viewed.begin(), viewed.end());
 		}
 		if (any_view) {
 			/* The group now holds the parent, not the children

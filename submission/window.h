@@ -257,6 +257,10 @@ private:
 		 * and hands the group over first. */
 		HandleSet<starpu_data_handle_t> tree_handles;
 		HandleSet<starpu_data_handle_t> tree_ancestors;
+		/* parent -> the uses (members.use_handles indices) of children
+		 * of parent's plan: what eliding that plan turns into views,
+		 * found without looking at every use of the group. */
+		HandleTable<starpu_data_handle_t, std::vector<unsigned>> child_uses_of;
 		/* The handles its members reduce (STARPU_REDUX): no member
 		 * accesses them otherwise (fits_reductions()). */
 		std::vector<starpu_data_handle_t> reduced_handles;
@@ -310,6 +314,9 @@ private:
 	 * mutex_ held. */
 	bool fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
+	/* Notes a task's accesses to plan children in group.child_uses_of,
+	 * before the task's uses are added to the group; mutex_ held. */
+	void note_child_uses(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handle(Group &group, starpu_data_handle_t handle) const;
 	/* mutex_ held; the program's thread, cleaning a plan. */
 	void stop_following_unseen_children(const starpu_data_handle_t *children, unsigned nparts);
