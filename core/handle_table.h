@@ -53,6 +53,33 @@ public:
 	Value *find(Key key) { return const_cast<Value *>(static_cast<const HandleTable *>(this)->find(key)); }
 
 	bool contains(Key key) const { return find(key) != nullptr; }
+
+	/* Removes key; whether it was there.  Linear probing's deletion: the
+	 * elements after it in its run move back into the hole when their
+	 * home slot allows, so no tombstone is left. */
+	bool erase(Key key)
+	{
+		if (size_ == 0)
+			return false;
+		const std::size_t mask = slots_.size() - 1;
+		std::size_t hole = index_for(key);
+		if (slots_[hole].key == nullptr)
+			return false;
+		for (std::size_t next = (hole + 1) & mask; slots_[next].key != nullptr; next = (next + 1) & mask) {
+			const std::size_t home = home_of(slots_[next].key);
+			/* next may move to hole if its home is not within
+			 * (hole, next], cyclically. */
+			const bool home_between = hole <= next ? (hole < home && home <= next) : (hole < home || home <= next);
+			if (!home_between) {
+				slots_[hole] = std::move(slots_[next]);
+				hole = next;
+			}
+		}
+		slots_[hole].key = nullptr;
+		slots_[hole].value = Value{};
+		size_--;
+		return true;
+	}
 	bool empty() const { return size_ == 0; }
 	std::size_t size() const { return size_; }
 
@@ -83,11 +110,17 @@ private:
 	std::size_t index_for(Key key) const
 	{
 		const std::size_t mask = slots_.size() - 1;
-		/* Handles are heap addresses: the low bits say little. */
-		std::size_t slot = static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull) & mask;
+		std::size_t slot = home_of(key);
 		while (slots_[slot].key != nullptr && slots_[slot].key != key)
 			slot = (slot + 1) & mask;
 		return slot;
+	}
+
+	/* Where key's probe starts.  Handles are heap addresses: the low bits
+	 * say little. */
+	std::size_t home_of(Key key) const
+	{
+		return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(key) >> 4) * 0x9E3779B97F4A7C15ull) & (slots_.size() - 1);
 	}
 
 	void grow()
@@ -118,6 +151,8 @@ public:
 		return inserted;
 	}
 	bool contains(Key key) const { return table_.contains(key); }
+	/* Whether key was there (and is now out). */
+	bool erase(Key key) { return table_.erase(key); }
 	bool empty() const { return table_.empty(); }
 	std::size_t size() const { return table_.size(); }
 	void clear() { table_.clear(); }

@@ -15,6 +15,16 @@ bool PartitionTrees::parent_of(Handle handle, Handle &parent) const
 	return true;
 }
 
+bool PartitionTrees::child_of_plan(Handle handle, Handle &parent, unsigned &index) const
+{
+	auto node = nodes_.find(handle);
+	if (node == nodes_.end() || !node->second.parent)
+		return false;
+	parent = node->second.parent;
+	index = node->second.index_in_plan;
+	return true;
+}
+
 bool PartitionTrees::related(Handle a, Handle b) const
 {
 	if (a == b)
@@ -47,6 +57,7 @@ void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t
 		Node &child = nodes_[children[i]];
 		child = Node{};
 		child.parent = parent;
+		child.index_in_plan = static_cast<unsigned>(i);
 		child.excluded = node.excluded;
 		node.children.push_back(children[i]);
 	}

@@ -48,6 +48,8 @@ public:
 	bool in_tree(Handle handle) const { return nodes_.count(handle) != 0; }
 	/* The handle handle is a child of: see WindowOrder::ParentOf. */
 	bool parent_of(Handle handle, Handle &parent) const;
+	/* The same, with handle's place in its parent's plan. */
+	bool child_of_plan(Handle handle, Handle &parent, unsigned &index) const;
 	/* Whether one is the other's ancestor (not the same handle). */
 	bool related(Handle a, Handle b) const;
 	bool same_tree(Handle a, Handle b) const { return root_of(a) == root_of(b); }
@@ -93,6 +95,7 @@ public:
 private:
 	struct Node {
 		Handle parent = nullptr;
+		unsigned index_in_plan = 0;   /* its place among parent's plan's children */
 		std::vector<Handle> children; /* of its plan */
 		std::shared_ptr<const struct starpu_data_filter> filter; /* of its plan */
 		unsigned plans = 0;

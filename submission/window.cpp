@@ -789,9 +789,10 @@ void SubmissionWindow::note_child_uses(Group &group, const std::vector<Access<st
 		return;
 	const auto first = static_cast<unsigned>(group.members.use_handles.size());
 	starpu_data_handle_t parent;
+	unsigned child;
 	for (std::size_t b = 0; b < accesses.size(); b++)
-		if (trees_.parent_of(accesses[b].handle, parent))
-			group.child_uses_of.find_or_add(parent).push_back(first + static_cast<unsigned>(b));
+		if (trees_.child_of_plan(accesses[b].handle, parent, child))
+			group.child_uses_of.find_or_add(parent).push_back({first + static_cast<unsigned>(b), child});
 }
 
 void SubmissionWindow::note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const
@@ -807,10 +808,19 @@ void SubmissionWindow::note_tree_handle(Group &group, starpu_data_handle_t handl
 {
 	if (!group.tree_handles.insert(handle))
 		return;
-	/* An ancestor already noted had its own ancestors noted with it. */
 	starpu_data_handle_t ancestor;
-	for (starpu_data_handle_t h = handle; trees_.parent_of(h, ancestor) && group.tree_ancestors.insert(ancestor); h = ancestor)
-		;
+	for (starpu_data_handle_t h = handle; trees_.parent_of(h, ancestor); h = ancestor)
+		group.tree_ancestors.find_or_add(ancestor)++;
+}
+
+void SubmissionWindow::forget_tree_handle(Group &group, starpu_data_handle_t handle) const
+{
+	if (!group.tree_handles.erase(handle))
+		return;
+	starpu_data_handle_t ancestor;
+	for (starpu_data_handle_t h = handle; trees_.parent_of(h, ancestor); h = ancestor)
+		if (unsigned *count = group.tree_ancestors.find(ancestor); count && --*count == 0)
+			group.tree_ancestors.erase(ancestor);
 }
 
 namespace {
@@ -979,15 +989,10 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 		note_not_elided(parent, &*episode, false);
 		return false;
 	}
-	/* Looked up for every use of every group since the partition: a
-	 * linear search through DAHL's children was a third of the main
-	 * thread's instructions spent in this function. */
-	HandleTable<starpu_data_handle_t, long> index_of_child;
-	for (std::size_t c = 0; c < nparts; c++)
-		index_of_child.find_or_add(children[c]) = static_cast<long>(c);
-	auto child_index = [&](starpu_data_handle_t handle) -> long {
-		const long *index = index_of_child.find(handle);
-		return index ? *index : -1;
+	/* A use the group noted as one of this plan's children (the plan's
+	 * children are the episode's, checked above). */
+	auto of_this_plan = [&](const Group &group, const Group::ChildUse &use) {
+		return use.child < nparts && group.members.use_handles[use.use] == children[use.child];
 	};
 	/* A member whose codelet's model StarPU calibrates adds its duration
 	 * to the model, which reads its handles: the program may unregister
@@ -995,12 +1000,11 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 	 * goes to StarPU (doc/design.md, section 12). */
 	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
 		const Group &group = groups_[g];
-		const std::vector<unsigned> *uses = group.child_uses_of.find(parent);
+		const std::vector<Group::ChildUse> *uses = group.child_uses_of.find(parent);
 		if (!uses)
 			continue;
-		for (unsigned u : *uses)
-			if (child_index(group.members.use_handles[u]) >= 0 &&
-			    starpu_calibrates(group.members.tasks[group.members.member_of_use(u)])) {
+		for (const Group::ChildUse &use : *uses)
+			if (of_this_plan(group, use) && starpu_calibrates(group.members.tasks[group.members.member_of_use(use.use)])) {
 				note_not_elided(parent, &*episode, true);
 				return false;
 			}
@@ -1031,40 +1035,32 @@ bool SubmissionWindow::elide_plan_locked(starpu_data_handle_t parent, unsigned n
 		copy_interface(children[c], plan->child_interfaces[c]);
 	for (std::size_t g = episode->position - first_open_; g < groups_.size(); g++) {
 		Group &group = groups_[g];
-		std::vector<unsigned> *uses = group.child_uses_of.find(parent);
+		std::vector<Group::ChildUse> *uses = group.child_uses_of.find(parent);
 		if (!uses)
 			continue;
 		std::vector<unsigned> viewed;
-		for (unsigned u : *uses) {
-			const long index = child_index(group.members.use_handles[u]);
-			if (index < 0)
+		for (const Group::ChildUse &use : *uses) {
+			if (!of_this_plan(group, use))
 				continue;
-			group.members.make_view(u, parent, ChildView{plan, static_cast<unsigned>(index)});
-			viewed.push_back(u);
+			/* The group now holds the parent, not the children
+			 * (fits_trees). */
+			forget_tree_handle(group, children[use.child]);
+			group.members.make_view(use.use, parent, ChildView{plan, use.child});
+			viewed.push_back(use.use);
 		}
 		const bool any_view = !viewed.empty();
 		/* They are uses of the parent now: of a child of the
 		 * grandparent's plan, when the parent has one. */
 		uses->clear();
 		starpu_data_handle_t grandparent;
-		if (any_view && trees_.parent_of(parent, grandparent)) {
-			std::vector<unsigned> &of_grandparent = group.child_uses_of.find_or_add(grandparent);
-			of_grandparent.insert(of_grandparent.end(), viewed.begin(), viewed.end());
+		unsigned place;
+		if (any_view && trees_.child_of_plan(parent, grandparent, place)) {
+			std::vector<Group::ChildUse> &of_grandparent = group.child_uses_of.find_or_add(grandparent);
+			for (unsigned u : viewed)
+				of_grandparent.push_back({u, place});
 		}
-		if (any_view) {
-			/* The group now holds the parent, not the children
-			 * (fits_trees): the ancestors are noted again from
-			 * what it holds. */
-			std::vector<starpu_data_handle_t> held;
-			held.reserve(group.tree_handles.size());
-			group.tree_handles.for_each([&](starpu_data_handle_t h) { held.push_back(h); });
-			group.tree_handles.clear();
-			group.tree_ancestors.clear();
-			for (starpu_data_handle_t h : held)
-				if (child_index(h) < 0)
-					note_tree_handle(group, h);
+		if (any_view)
 			note_tree_handle(group, parent);
-		}
 	}
 	episodes_.erase(episode);
 	/* The tree's state and the order rule's record are as if both calls

@@ -249,18 +249,25 @@ private:
 		/* Partition calls StarPU gets just before the merged task. */
 		std::vector<PendingCall> calls_before;
 		/* The members' handles in partition trees, and every strict
-		 * ancestor of those: a group never holds a handle and its
-		 * ancestor (fits_trees()).  Sets, so that a task's check costs
-		 * its own handles' depth, not the group's size times it.  A
-		 * held handle's ancestors do not change while the group is
-		 * open: cleaning or re-planning an ancestor conflicts with it
-		 * and hands the group over first. */
+		 * ancestor of those, with how many held handles it is an
+		 * ancestor of: a group never holds a handle and its ancestor
+		 * (fits_trees()).  Tables, so that a task's check costs its own
+		 * handles' depth, not the group's size times it, and an
+		 * elided plan's children give way to their parent without
+		 * rebuilding them.  A held handle's ancestors do not change
+		 * while the group is open: cleaning or re-planning an ancestor
+		 * conflicts with it and hands the group over first. */
 		HandleSet<starpu_data_handle_t> tree_handles;
-		HandleSet<starpu_data_handle_t> tree_ancestors;
-		/* parent -> the uses (members.use_handles indices) of children
-		 * of parent's plan: what eliding that plan turns into views,
-		 * found without looking at every use of the group. */
-		HandleTable<starpu_data_handle_t, std::vector<unsigned>> child_uses_of;
+		HandleTable<starpu_data_handle_t, unsigned> tree_ancestors;
+		/* parent -> the uses of children of parent's plan, each as
+		 * (members.use_handles index, the child's place in the plan):
+		 * what eliding that plan turns into views, found without
+		 * looking at every use of the group. */
+		struct ChildUse {
+			unsigned use;
+			unsigned child;
+		};
+		HandleTable<starpu_data_handle_t, std::vector<ChildUse>> child_uses_of;
 		/* The handles its members reduce (STARPU_REDUX): no member
 		 * accesses them otherwise (fits_reductions()). */
 		std::vector<starpu_data_handle_t> reduced_handles;
@@ -314,6 +321,9 @@ private:
 	 * mutex_ held. */
 	bool fits_trees(const Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
 	void note_tree_handles(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
+	/* Takes a handle out of group's tree handles (its ancestors' counts
+	 * down with it); mutex_ held. */
+	void forget_tree_handle(Group &group, starpu_data_handle_t handle) const;
 	/* Notes a task's accesses to plan children in group.child_uses_of,
 	 * before the task's uses are added to the group; mutex_ held. */
 	void note_child_uses(Group &group, const std::vector<Access<starpu_data_handle_t>> &accesses) const;
