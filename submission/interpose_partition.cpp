@@ -47,12 +47,15 @@ void mark_tree(fusing::SubmissionWindow *window, starpu_data_handle_t root)
 		mark_tree(window, starpu_data_get_child(root, static_cast<unsigned>(i)));
 }
 
-/* Partitioning is rare: a lookup per call costs nothing that matters. */
-template <typename Function>
-Function starpu_definition(const char *name)
-{
-	return reinterpret_cast<Function>(fusing::starpu_own_function(name));
-}
+/* StarPU's definition of a function this file defines, looked up once per
+ * call site (each lambda below has its own static): DAHL calls partition
+ * functions tens of thousands of times per epoch, and a dlsym each time was
+ * 1% of its main thread's instructions. */
+#define STARPU_DEFINITION(Function, name) \
+	([]() -> Function { \
+		static fusing::StarpuFunction<Function> definition(name); \
+		return definition.get(); \
+	}())
 
 /* The window the program's call goes through, or null for StarPU's own
  * calls and without submission-time fusion. */
@@ -121,7 +124,7 @@ extern "C" {
 FUSING_PUBLIC void starpu_data_partition(starpu_data_handle_t initial_handle, struct starpu_data_filter *f)
 {
 	fusing::SubmissionWindow *window = flush_window(__builtin_return_address(0));
-	starpu_definition<void (*)(starpu_data_handle_t, struct starpu_data_filter *)>("starpu_data_partition")(initial_handle, f);
+	STARPU_DEFINITION(void (*)(starpu_data_handle_t, struct starpu_data_filter *), "starpu_data_partition")(initial_handle, f);
 	if (window)
 		mark_tree(window, initial_handle);
 }
@@ -130,8 +133,7 @@ FUSING_PUBLIC void starpu_data_partition_plan(starpu_data_handle_t initial_handl
 					      starpu_data_handle_t *children)
 {
 	auto starpu_call = [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, struct starpu_data_filter *, starpu_data_handle_t *)>(
-			"starpu_data_partition_plan")(initial_handle, f, children);
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, struct starpu_data_filter *, starpu_data_handle_t *), "starpu_data_partition_plan")(initial_handle, f, children);
 	};
 	fusing::SubmissionWindow *window = window_for(__builtin_return_address(0));
 	if (!window) {
@@ -180,7 +182,7 @@ FUSING_PUBLIC void starpu_data_unpartition_submit(starpu_data_handle_t initial_h
 FUSING_PUBLIC void starpu_data_partition_clean(starpu_data_handle_t root_handle, unsigned nparts, starpu_data_handle_t *children)
 {
 	auto starpu_call = [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *)>("starpu_data_partition_clean")(
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *), "starpu_data_partition_clean")(
 			root_handle, nparts, children);
 	};
 	change(__builtin_return_address(0), fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
@@ -191,7 +193,7 @@ FUSING_PUBLIC void starpu_data_partition_clean_node(starpu_data_handle_t root_ha
 						    int gather_node)
 {
 	auto starpu_call = [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>("starpu_data_partition_clean_node")(
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int), "starpu_data_partition_clean_node")(
 			root_handle, nparts, children, gather_node);
 	};
 	change(__builtin_return_address(0), fusing::SubmissionWindow::PartitionChange::clean, root_handle, nparts, children, starpu_call);
@@ -202,8 +204,7 @@ FUSING_PUBLIC void starpu_data_partition_submit_sequential_consistency(starpu_da
 								       starpu_data_handle_t *children, int sequential_consistency)
 {
 	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>(
-			"starpu_data_partition_submit_sequential_consistency")(initial_handle, nparts, children, sequential_consistency);
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int), "starpu_data_partition_submit_sequential_consistency")(initial_handle, nparts, children, sequential_consistency);
 	});
 }
 
@@ -212,8 +213,7 @@ FUSING_PUBLIC void starpu_data_unpartition_submit_sequential_consistency(starpu_
 									 int sequential_consistency)
 {
 	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int, int)>(
-			"starpu_data_unpartition_submit_sequential_consistency")(initial_handle, nparts, children, gather_node,
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int, int), "starpu_data_unpartition_submit_sequential_consistency")(initial_handle, nparts, children, gather_node,
 										 sequential_consistency);
 	});
 }
@@ -224,8 +224,7 @@ FUSING_PUBLIC void starpu_data_unpartition_submit_sequential_consistency_cb(star
 									    void *callback_arg)
 {
 	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int, int, void (*)(void *), void *)>(
-			"starpu_data_unpartition_submit_sequential_consistency_cb")(initial_handle, nparts, children, gather_node,
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int, int, void (*)(void *), void *), "starpu_data_unpartition_submit_sequential_consistency_cb")(initial_handle, nparts, children, gather_node,
 										    sequential_consistency, callback_func, callback_arg);
 	});
 }
@@ -234,8 +233,7 @@ FUSING_PUBLIC void starpu_data_unpartition_readonly_submit(starpu_data_handle_t 
 							   starpu_data_handle_t *children, int gather_node)
 {
 	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>(
-			"starpu_data_unpartition_readonly_submit")(initial_handle, nparts, children, gather_node);
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int), "starpu_data_unpartition_readonly_submit")(initial_handle, nparts, children, gather_node);
 	});
 }
 
@@ -244,7 +242,7 @@ FUSING_PUBLIC void starpu_data_partition_readonly_downgrade_submit(starpu_data_h
 								   starpu_data_handle_t *children)
 {
 	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
-		starpu_definition<PartitionCallFunction>("starpu_data_partition_readonly_downgrade_submit")(initial_handle, nparts, children);
+		STARPU_DEFINITION(PartitionCallFunction, "starpu_data_partition_readonly_downgrade_submit")(initial_handle, nparts, children);
 	});
 }
 #endif
@@ -254,8 +252,7 @@ FUSING_PUBLIC void starpu_data_partition_readonly_submit_sequential_consistency(
 										starpu_data_handle_t *children, int sequential_consistency)
 {
 	unfollowed(__builtin_return_address(0), initial_handle, nparts, children, [&] {
-		starpu_definition<void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int)>(
-			"starpu_data_partition_readonly_submit_sequential_consistency")(initial_handle, nparts, children,
+		STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, starpu_data_handle_t *, int), "starpu_data_partition_readonly_submit_sequential_consistency")(initial_handle, nparts, children,
 											sequential_consistency);
 	});
 }
@@ -264,7 +261,7 @@ FUSING_PUBLIC void starpu_data_partition_readonly_submit_sequential_consistency(
 FUSING_PUBLIC void starpu_data_vmap_filters(starpu_data_handle_t root_data, unsigned nfilters, va_list pa)
 {
 	fusing::SubmissionWindow *window = flush_window(__builtin_return_address(0));
-	starpu_definition<void (*)(starpu_data_handle_t, unsigned, va_list)>("starpu_data_vmap_filters")(root_data, nfilters, pa);
+	STARPU_DEFINITION(void (*)(starpu_data_handle_t, unsigned, va_list), "starpu_data_vmap_filters")(root_data, nfilters, pa);
 	if (window)
 		mark_tree(window, root_data);
 }
@@ -281,7 +278,7 @@ FUSING_PUBLIC void starpu_data_map_filters(starpu_data_handle_t root_data, unsig
 FUSING_PUBLIC void starpu_data_map_filters_array(starpu_data_handle_t root_handle, int nfilters, struct starpu_data_filter *filters)
 {
 	fusing::SubmissionWindow *window = flush_window(__builtin_return_address(0));
-	starpu_definition<void (*)(starpu_data_handle_t, int, struct starpu_data_filter *)>("starpu_data_map_filters_array")(
+	STARPU_DEFINITION(void (*)(starpu_data_handle_t, int, struct starpu_data_filter *), "starpu_data_map_filters_array")(
 		root_handle, nfilters, filters);
 	if (window)
 		mark_tree(window, root_handle);
@@ -290,7 +287,7 @@ FUSING_PUBLIC void starpu_data_map_filters_array(starpu_data_handle_t root_handl
 FUSING_PUBLIC void starpu_data_map_filters_parray(starpu_data_handle_t root_handle, int nfilters, struct starpu_data_filter **filters)
 {
 	fusing::SubmissionWindow *window = flush_window(__builtin_return_address(0));
-	starpu_definition<void (*)(starpu_data_handle_t, int, struct starpu_data_filter **)>("starpu_data_map_filters_parray")(
+	STARPU_DEFINITION(void (*)(starpu_data_handle_t, int, struct starpu_data_filter **), "starpu_data_map_filters_parray")(
 		root_handle, nfilters, filters);
 	if (window)
 		mark_tree(window, root_handle);
