@@ -20,7 +20,7 @@ struct Config {
 	std::string base_policy = "lws";      /* STARPU_FUSING_BASE (StarPU's own default) */
 	/* STARPU_FUSING_MAX_BATCH.  128 rather than 64: the convolution's kernel
 	 * groups at 2,304 px were capped at 64 tasks of ~5 us, and each group
-	 * costs the program's thread one merged submission (doc/performance.md,
+	 * costs the program's thread one merged submission (doc/notebook.md,
 	 * the reports of 8c7a0c9). */
 	unsigned max_batch_tasks = 128;
 	unsigned min_batch_tasks = 2;         /* STARPU_FUSING_MIN_BATCH */
@@ -62,7 +62,7 @@ struct Config {
 	 * reach this library (preloaded: starpu-fusing-run, LD_PRELOAD) and
 	 * ready elsewhere (Engine::start_submission_window); set, a mode
 	 * that cannot work stops the program.  Issue #22's targets decided
-	 * the default (doc/performance.md). */
+	 * the default (doc/notebook.md). */
 	enum class Mode { ready, submission, both } mode = Mode::both;
 	bool mode_set = false; /* STARPU_FUSING_MODE was given */
 };

@@ -18,7 +18,7 @@ namespace fusing {
 namespace {
 
 /* See deferrable(): about ten times what StarPU spends on one task of its
- * own (measured: ~10,000 instructions, a few µs; doc/performance.md, instructions per task). */
+ * own (measured: ~10,000 instructions, a few µs; doc/notebook.md, instructions per task). */
 constexpr double kWorthRunningAlone_us = 50.0;
 
 std::atomic<SubmissionWindow *> active_window{nullptr};

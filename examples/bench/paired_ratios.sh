@@ -10,7 +10,7 @@
 # The program runs through FUSING_LAUNCHER (default ./starpu-fusing-run)
 # and must print a line "time: SECONDS s ..." (examples/cnn_training does).
 # Example (the loss of the default on a program coarsened by hand,
-# doc/performance.md):
+# doc/notebook.md):
 #   examples/bench/paired_ratios.sh 15 'lws:STARPU_SCHED=lws;default:STARPU_SCHED=fusing' \
 #       examples/cnn_training/cnn_training -g sample -epochs 6
 set -eu
