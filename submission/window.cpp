@@ -233,6 +233,14 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	 * window too. */
 	if (!defer && (!task->cl || STARPU_TASK_GET_NBUFFERS(task) == 0))
 		return real_submit_(task);
+	/* Nor does a task the window does not keep need the lock while the
+	 * window holds nothing (no group or call waits, none is on its way
+	 * to StarPU: holds_tasks() drops only once StarPU has them) and no
+	 * partition tree is followed: it has nothing to follow.  A task of
+	 * another thread deferred meanwhile is not ordered with it by the
+	 * program either. */
+	if (!defer && !any_tree_.load(std::memory_order_relaxed) && !holds_tasks())
+		return submit_not_deferred(task, known_to_starpu);
 	std::unique_lock<std::recursive_mutex> lock(mutex_);
 	bool on_excluded_tree = false;
 	if (any_tree_.load(std::memory_order_relaxed)) {
@@ -271,6 +279,18 @@ int SubmissionWindow::submit(struct starpu_task *task)
 		 * meanwhile goes to StarPU after it. */
 		lock.unlock();
 	}
+	return hand_to_starpu(task, waits_for_program);
+}
+
+int SubmissionWindow::submit_not_deferred(struct starpu_task *task, bool known_to_starpu)
+{
+	return hand_to_starpu(task, task->use_tag || known_to_starpu || held_.conflicts(task));
+}
+
+int SubmissionWindow::hand_to_starpu(struct starpu_task *task, bool waits_for_program)
+{
+	/* A task that may wait for the program holds its data until its
+	 * callback (held_data.h). */
 	if (waits_for_program)
 		held_.hold_until_terminated(task);
 	/* Not marked inside StarPU: StarPU may run program code right here (a

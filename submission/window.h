@@ -288,6 +288,11 @@ private:
 	long kernel_phase_for(const Group &group, const struct starpu_task *task, const std::vector<Access<starpu_data_handle_t>> &accesses,
 			      double predicted_us, bool holds_conflict, bool must_be_light) const;
 
+	/* Hands StarPU a task the window does not keep while it holds
+	 * nothing and follows no tree: no lock (submit()). */
+	int submit_not_deferred(struct starpu_task *task, bool known_to_starpu);
+	/* StarPU's submission of a task not deferred (with mutex_ or not). */
+	int hand_to_starpu(struct starpu_task *task, bool waits_for_program);
 	/* Whether task may be deferred (no lock; reads the task and its
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
 	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes, bool &batched_kernel);
