@@ -25,11 +25,12 @@
 
 #include <starpu.h>
 
+#include "core/handle_table.h"
+#include "core/record_pool.h"
+
 #include <atomic>
 #include <cstddef>
-#include <memory>
 #include <mutex>
-#include <unordered_map>
 
 namespace fusing {
 
@@ -63,6 +64,7 @@ private:
 		unsigned writers = 0;
 	};
 	struct HeldTask;
+	struct Submission;
 	static void on_terminated(void *held_task);
 	void add(starpu_data_handle_t handle, bool write);
 	void remove(starpu_data_handle_t handle, bool write);
@@ -71,11 +73,20 @@ private:
 	 * gives the task its callback fields back.  Called with mutex_ held. */
 	void end_submission_holds(HeldTask *held, bool oldest);
 
+	/* Nothing here allocates per task once warm: a program tagging every
+	 * task (or declaring dependencies on each) pays the holds on its
+	 * submitting thread, where node-based maps and a deque per task cost
+	 * more than StarPU's own submission (callgrind, 5,000 tagged tasks:
+	 * 1,700 instructions per task against StarPU's 2,000). */
 	mutable std::mutex mutex_;
-	std::unordered_map<starpu_data_handle_t, Holds> holds_; /* guarded by mutex_ */
-	std::atomic<std::size_t> held_handles_{0};             /* holds_.size(), read without mutex_ */
+	HandleTable<starpu_data_handle_t, Holds> holds_; /* guarded by mutex_ */
+	std::atomic<std::size_t> held_handles_{0};       /* holds_.size(), read without mutex_ */
 	/* Tasks whose callback fields are wrapped, guarded by mutex_. */
-	std::unordered_map<struct starpu_task *, std::unique_ptr<HeldTask>> held_tasks_;
+	HandleTable<struct starpu_task *, HeldTask *> held_tasks_;
+	/* The records of tasks and submissions no longer held, for the next
+	 * ones (guarded by mutex_). */
+	RecordPool<HeldTask> spare_held_tasks_;
+	RecordPool<Submission> spare_submissions_;
 };
 
 } // namespace fusing
