@@ -5,7 +5,8 @@
  * or tests/fusion/lws-when-busy.fusion: the name is the base policy, and
  * "-when-busy" keeps the default STARPU_FUSING_HOLD (fusion then depends on
  * timing, so tests check results only); otherwise STARPU_FUSING_HOLD=always
- * makes every fusable task wait for a batch. */
+ * makes every fusable task wait for a batch.  A last "-poll" sets
+ * STARPU_FUSING_IDLE_WORKERS=poll (idle workers keep StarPU's polling). */
 #ifndef STARPU_FUSING_TESTS_POLICY_TEST_HPP
 #define STARPU_FUSING_TESTS_POLICY_TEST_HPP
 
@@ -18,20 +19,26 @@
 struct TestedPolicy {
 	std::string base;
 	bool hold_always;
+	bool idle_workers_poll;
 };
 
-/* path: .../BASE[-when-busy][.extension] */
+/* Whether name ends with suffix, then removed. */
+inline bool strip_suffix(std::string &name, const std::string &suffix)
+{
+	if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+		return false;
+	name.resize(name.size() - suffix.size());
+	return true;
+}
+
+/* path: .../BASE[-when-busy][-poll][.extension] */
 inline TestedPolicy tested_policy_from_file(std::string path, const std::string &extension)
 {
 	path = path.substr(path.find_last_of('/') + 1);
-	if (path.size() > extension.size() && path.compare(path.size() - extension.size(), extension.size(), extension) == 0)
-		path.resize(path.size() - extension.size());
-	const std::string when_busy = "-when-busy";
-	TestedPolicy tested{path, true};
-	if (path.size() > when_busy.size() && path.compare(path.size() - when_busy.size(), when_busy.size(), when_busy) == 0) {
-		tested.base.resize(path.size() - when_busy.size());
-		tested.hold_always = false;
-	}
+	strip_suffix(path, extension);
+	TestedPolicy tested{path, true, false};
+	tested.idle_workers_poll = strip_suffix(tested.base, "-poll");
+	tested.hold_always = !strip_suffix(tested.base, "-when-busy");
 	return tested;
 }
 
@@ -45,6 +52,10 @@ inline void configure_tested_policy(const TestedPolicy &tested)
 		setenv("STARPU_FUSING_HOLD", "always", 1);
 	else
 		unsetenv("STARPU_FUSING_HOLD");
+	if (tested.idle_workers_poll)
+		setenv("STARPU_FUSING_IDLE_WORKERS", "poll", 1);
+	else
+		unsetenv("STARPU_FUSING_IDLE_WORKERS");
 }
 
 /* The watchdog: watchdog_arm(name, seconds) before a test, watchdog_disarm()
