@@ -91,15 +91,4 @@ int conv2d_register_batched_kernels(void)
 	return 0;
 }
 
-int conv2d_unregister_batched_kernels(void)
-{
-	int ret = 0;
-	for (struct starpu_codelet *codelet : {&conv2d_codelet, &bias_add_codelet, &conv2d_bias_codelet, &conv2d_matrix_codelet}) {
-		int r = starpu_fusing_unregister_batched(codelet);
-		if (r != 0 && ret == 0)
-			ret = r;
-	}
-	return ret;
-}
-
 } // extern "C"

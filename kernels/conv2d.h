@@ -48,7 +48,6 @@ void conv2d_bias_batched(unsigned ntasks, void **task_buffers[], void *task_args
 /* Registers the batched implementations for the four codelets.  Returns 0
  * or the first error of starpu_fusing_register_batched. */
 int conv2d_register_batched_kernels(void);
-int conv2d_unregister_batched_kernels(void);
 
 #ifdef __cplusplus
 }

@@ -219,6 +219,15 @@ double relative_difference(void *kernel, void *reference)
 	return largest > 0.0 ? difference / largest : difference;
 }
 
+/* The bound a kernel's result must meet against the codelet's loops,
+ * written here rather than read from the code under test (the pack's own
+ * verification uses the same figures, kernels/kernel_verification.cpp):
+ * relative 1e-3 in single precision, 1e-9 in double. */
+double tolerance_for(bool is_float)
+{
+	return is_float ? 1e-3 : 1e-9;
+}
+
 /* Runs reference on every task of the batch one by one, and the entry on
  * all of them at once (every task must be accepted); then every written
  * element must agree within the verification's bound.  Returns the largest
@@ -242,7 +251,7 @@ double run_and_compare(Buffers &buffers, Batch &batch, const PackEntry &e, void 
 			void *kernel = batch.kernel[t][b], *expected = batch.reference[t][b];
 			const bool is_float = fusing::kernels::element_size_of(kernel) == sizeof(float);
 			const double relative = is_float ? relative_difference<float>(kernel, expected) : relative_difference<double>(kernel, expected);
-			assert_true(relative <= fusing::verification_tolerance(is_float ? sizeof(float) : sizeof(double)));
+			assert_true(relative <= tolerance_for(is_float));
 			worst = std::max(worst, relative);
 		}
 	return worst;
@@ -405,7 +414,7 @@ void pack_runs_mixed_element_sizes_in_their_types(void **)
 		const bool is_float = static_cast<struct starpu_block_interface *>(batch.reference[t][0])->elemsize == sizeof(float);
 		const double relative = is_float ? relative_difference<float>(batch.kernel[t][2], batch.reference[t][2])
 						 : relative_difference<double>(batch.kernel[t][2], batch.reference[t][2]);
-		assert_true(relative <= fusing::verification_tolerance(is_float ? sizeof(float) : sizeof(double)));
+		assert_true(relative <= tolerance_for(is_float));
 	}
 }
 

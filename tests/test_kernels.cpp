@@ -1,8 +1,10 @@
-/* Ensures each batched convolution kernel (kernels/conv2d.h) computes what
- * the plain per-task codelet function computes, on random inputs of several
- * shapes, strides and batch compositions.  Bound: for every output element,
- * |batched - reference| <= 1e-4 * (1 + |reference|) (single precision, the
- * GEMM sums in another order than the loops). */
+/* Ensures each batched convolution kernel (kernels/conv2d.h), and each
+ * per-task codelet function, computes the cross-correlation the header
+ * defines, on random inputs of several shapes, strides and batch
+ * compositions.  The reference is computed here by plain loops over the
+ * arrays (plain_reference), sharing no code with the kernels.  Bound: for
+ * every output element, |computed - reference| <= 1e-4 * (1 + |reference|)
+ * (single precision, the GEMM sums in another order than the loops). */
 #include "kernels/conv2d.h"
 #include "tests/cmocka.hpp"
 
@@ -91,17 +93,47 @@ void build(Problem &p, const Shape &s, unsigned nimages, unsigned nfilters, std:
 	}
 }
 
-void expect_close(const Problem &p)
+void expect_close(const std::vector<std::vector<float>> &computed, const std::vector<std::vector<float>> &reference, const char *what)
 {
-	for (std::size_t t = 0; t < p.outputs.size(); t++)
-		for (std::size_t i = 0; i < p.outputs[t].size(); i++) {
-			float reference = p.expected[t][i];
-			float got = p.outputs[t][i];
-			if (!(std::fabs(got - reference) <= 1e-4f * (1.0f + std::fabs(reference)))) {
-				print_error("task %zu element %zu: batched %g, reference %g\n", t, i, got, reference);
+	for (std::size_t t = 0; t < computed.size(); t++)
+		for (std::size_t i = 0; i < computed[t].size(); i++) {
+			const float want = reference[t][i], got = computed[t][i];
+			if (!(std::fabs(got - want) <= 1e-4f * (1.0f + std::fabs(want)))) {
+				print_error("task %zu element %zu: %s %g, reference %g\n", t, i, what, got, want);
 				fail();
 			}
 		}
+}
+
+/* What task (image i, filter f) must write, by the header's definition:
+ * out[y][x] = sum_c sum_v sum_u image[c][y + v][x + u] * filter[c][v][u]
+ * (+ the filter's bias when with_bias), for every task of p (task
+ * i * nfilters + f). */
+std::vector<std::vector<float>> plain_reference(const Problem &p, const Shape &s, unsigned nimages, unsigned nfilters, bool with_bias)
+{
+	const unsigned ldy = s.width + s.pad, out_w = s.width - s.kw + 1, out_h = s.height - s.kh + 1;
+	std::vector<std::vector<float>> reference(std::size_t(nimages) * nfilters, std::vector<float>(std::size_t(out_w) * out_h));
+	for (unsigned i = 0; i < nimages; i++)
+		for (unsigned f = 0; f < nfilters; f++)
+			for (unsigned y = 0; y < out_h; y++)
+				for (unsigned x = 0; x < out_w; x++) {
+					double sum = with_bias ? p.biases[f] : 0.0;
+					for (unsigned c = 0; c < s.channels; c++)
+						for (unsigned v = 0; v < s.kh; v++)
+							for (unsigned u = 0; u < s.kw; u++)
+								sum += double(p.images[i][(std::size_t(c) * s.height + y + v) * ldy + x + u]) *
+								       double(p.filters[f][(std::size_t(c) * s.kh + v) * s.kw + u]);
+					reference[std::size_t(i) * nfilters + f][y * out_w + x] = float(sum);
+				}
+	return reference;
+}
+
+/* The batch's outputs and the per-task function's both match the plain
+ * reference. */
+void expect_both_match(const Problem &p, const std::vector<std::vector<float>> &reference)
+{
+	expect_close(p.outputs, reference, "batched");
+	expect_close(p.expected, reference, "per-task function");
 }
 
 const Shape shapes[] = {
@@ -142,7 +174,7 @@ void kernels_conv2d_batched_matches_reference(void **)
 		run_all(p, 3, 9, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
 			return std::vector<void *>{&p.image_if[i], &p.filter_if[f], out};
 		}, conv2d_codelet.cpu_funcs[0], conv2d_batched);
-		expect_close(p);
+		expect_both_match(p, plain_reference(p, s, 3, 9, false));
 	}
 }
 
@@ -165,21 +197,7 @@ void kernels_conv2d_batched_matches_reference_on_matrices(void **)
 		run_all(p, 3, 6, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
 			return std::vector<void *>{&images[i], &filters[f], out};
 		}, conv2d_matrix_codelet.cpu_funcs[0], conv2d_batched);
-		expect_close(p);
-		/* The per-task function reads matrices through the same code as the
-		 * batch: check both against loops over the plain arrays too. */
-		const unsigned ldy = s.width + s.pad, out_w = s.width - s.kw + 1, out_h = s.height - s.kh + 1;
-		for (unsigned i = 0; i < 3; i++)
-			for (unsigned f = 0; f < 6; f++)
-				for (unsigned y = 0; y < out_h; y++)
-					for (unsigned x = 0; x < out_w; x++) {
-						float sum = 0.0f;
-						for (unsigned v = 0; v < s.kh; v++)
-							for (unsigned u = 0; u < s.kw; u++)
-								sum += p.images[i][(y + v) * ldy + x + u] * p.filters[f][v * s.kw + u];
-						p.expected[std::size_t(i) * 6 + f][y * out_w + x] = sum;
-					}
-		expect_close(p);
+		expect_both_match(p, plain_reference(p, s, 3, 6, false));
 	}
 }
 
@@ -193,7 +211,7 @@ void kernels_conv2d_bias_batched_matches_reference(void **)
 			run_all(p, 2, nfilters, [&](unsigned i, unsigned f, starpu_matrix_interface *out) {
 				return std::vector<void *>{&p.image_if[i], &p.filter_if[f], &p.bias_if[f], out};
 			}, conv2d_bias_codelet.cpu_funcs[0], conv2d_bias_batched);
-			expect_close(p);
+			expect_both_match(p, plain_reference(p, s, 2, nfilters, true));
 		}
 	}
 }
@@ -203,13 +221,16 @@ void kernels_bias_add_batched_matches_reference(void **)
 	std::mt19937 random(3);
 	Problem p;
 	build(p, shapes[1], 2, 3, random);
+	std::vector<std::vector<float>> reference = p.outputs;
 	for (std::size_t t = 0; t < p.outputs.size(); t++)
-		for (std::size_t i = 0; i < p.outputs[t].size(); i++)
+		for (std::size_t i = 0; i < p.outputs[t].size(); i++) {
 			p.outputs[t][i] = p.expected[t][i] = float(i % 7) - 3.0f;
+			reference[t][i] = p.outputs[t][i] + p.biases[t % 3]; /* task t: image t / 3, filter t % 3 */
+		}
 	run_all(p, 2, 3, [&](unsigned, unsigned f, starpu_matrix_interface *out) {
 		return std::vector<void *>{out, &p.bias_if[f]};
 	}, bias_add_codelet.cpu_funcs[0], bias_add_batched);
-	expect_close(p);
+	expect_both_match(p, reference);
 }
 
 } // namespace
