@@ -10,6 +10,9 @@
 #    work together (StarPU's submission throttling, a codelet both selected
 #    and excluded);
 #  - STARPU_FUSING_ONLY naming no codelet gets a warning at shutdown;
+#  - STARPU_FUSING_TRACE writes one line per merged task (as many as the
+#    statistics count batches, with as many members as they count fused
+#    tasks), and a file it cannot open is refused like a bad value;
 #  - the other ways a program selects a policy (tests/selection_probe.c): the
 #    environment is never changed under the program's threads, the
 #    configuration's sched_policy_name, StarPU's precedence of STARPU_SCHED
@@ -24,8 +27,8 @@ if [ ! -x "$program" ]; then
 	exit 77
 fi
 failures=0
-err=$(mktemp)
-trap 'rm -f "$err"' EXIT
+err=$(mktemp) trace=$(mktemp)
+trap 'rm -f "$err" "$trace"' EXIT
 
 fail() { echo "FAIL: $*"; sed 's/^/    /' "$err"; failures=$((failures + 1)); }
 
@@ -69,6 +72,18 @@ STARPU_FUSING_ONLY=incremnt "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
 grep -q "STARPU_FUSING_ONLY names 'incremnt', but no task of a codelet of that name was submitted (codelets seen: .*increment" "$err" ||
 	fail "STARPU_FUSING_ONLY=incremnt: no warning naming the codelets seen"
 
+# STARPU_FUSING_TRACE: the merged tasks the statistics count, one line each.
+STARPU_FUSING_HOLD=always STARPU_FUSING_STATS=1 STARPU_FUSING_TRACE="$trace" "$FUSING_LAUNCHER" "$program" >/dev/null 2>"$err"
+batches=$(awk '$1 == "[starpu-fusing]" && $2 == "increment" { print $5 }' "$err")
+traced_batches=$(awk -F, 'NR > 1 && $5 == "submission" && $6 == "increment" { n++ } END { print n + 0 }' "$trace")
+traced_members=$(awk -F, 'NR > 1 && $6 == "increment" { n += $4 } END { print n + 0 }' "$trace")
+if [ "$(head -n 1 "$trace")" != "worker,start_us,end_us,members,kind,name" ] || [ -z "$batches" ] || [ "$batches" = 0 ] ||
+	[ "$traced_batches" != "$batches" ] || [ "$traced_members" != "$(fused_increments)" ]; then
+	fail "STARPU_FUSING_TRACE: $traced_batches lines with $traced_members members for increment, statistics: $batches batches, $(fused_increments) fused"
+else
+	echo "ok   STARPU_FUSING_TRACE: $traced_batches merged tasks of increment traced, as counted"
+fi
+
 # Bad configuration: one line, naming variable and value, exit status 1.
 check_rejected() { # EXPECTED_FRAGMENT VARIABLE=VALUE...
 	expected=$1
@@ -106,6 +121,7 @@ check_rejected "'increment' is in both STARPU_FUSING_ONLY and STARPU_FUSING_EXCL
 check_rejected "'cross_corelation' is no kernel pack entry; expected auto, off, or a comma-separated list of: cross_correlation, " STARPU_FUSING_KERNELS=filter_gradient,cross_corelation
 check_rejected "auto (every kernel pack entry), off, or comma-separated entry names" STARPU_FUSING_KERNELS=cross_correlation,
 check_rejected "cannot work with fusion" STARPU_LIMIT_MAX_SUBMITTED_TASKS=20 STARPU_LIMIT_MIN_SUBMITTED_TASKS=10
+check_rejected "'/nonexistent-directory/trace.csv': cannot open it for writing" STARPU_FUSING_TRACE=/nonexistent-directory/trace.csv
 
 # The other ways of selecting a policy.
 probe() { # EXPECTED_POLICY MODE [VARIABLE=VALUE...]: runs the probe preloaded
