@@ -26,21 +26,33 @@ limit=${STRESS_TIMEOUT:-900}
 if [ -n "$wrapper" ] && [ -n "${LIBTOOL:-}" ]; then
 	wrapper="$LIBTOOL --mode=execute $wrapper"
 fi
-chunk=50
+# Seeds go in chunks, each under one configuration.  The configurations
+# (8 bases x 2 hold modes x 1 to 4 workers = 64) come in an order where every
+# 16 consecutive chunks run each base in both hold modes, with two worker
+# counts, and every 64 run each combination once; chunks are small enough
+# (SEEDS / 16, from 10 to 50 seeds) that a run of a few hundred seeds covers
+# the first 16.
+chunk=$((seeds / 16))
+[ "$chunk" -lt 10 ] && chunk=10
+[ "$chunk" -gt 50 ] && chunk=50
 failures=0
 runs=0
 first=1
 while [ $((first)) -le "$seeds" ]; do
 	count=$chunk
 	[ $((first + count - 1)) -gt "$seeds" ] && count=$((seeds - first + 1))
-	# Spread configurations over the seed chunks.
-	index=$(( (first / chunk) ))
+	# Chunk index = base + 8 * hold + 16 * round: the worker count
+	# (round + base + hold) mod 4 takes each value once per (base, hold)
+	# over four rounds.
+	index=$(( (first - 1) / chunk ))
 	set -- eager lws dmda random ws prio dmdas modular-heft
 	shift $((index % 8))
 	base=$1
-	workers=$(( index % 4 + 1 ))
+	hold_index=$(( (index / 8) % 2 ))
+	round=$(( (index / 16) % 4 ))
+	workers=$(( (round + index % 8 + hold_index) % 4 + 1 ))
 	hold=always
-	[ $((index % 3)) = 2 ] && hold=when-busy
+	[ "$hold_index" = 1 ] && hold=when-busy
 	for kind in $kinds; do
 		# shellcheck disable=SC2086 # the wrapper is words by design
 		output=$(timeout "$limit" $wrapper "$dag" --base "$base" --hold "$hold" --workers "$workers" --programs "$kind" --seeds "$first" "$count" 2>&1)
