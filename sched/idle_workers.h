@@ -53,7 +53,7 @@
  *    two registration functions and wraps the program's hooks.
  * And the window, which hands over what is worth running when a polling
  * worker's pop finds nothing, is asked to when a group becomes worth running
- * while a worker waits (submission/window.cpp, place).
+ * while a worker waits (submission/window_placement.cpp, place).
  *
  * Threads: every function runs in a CPU worker except pushed() and
  * pinned_task_queued() (any thread pushing a task) and the statistics
