@@ -36,7 +36,7 @@ private:
 };
 
 int starpu_own_task_submit(struct starpu_task *task);
-/* This library defines both for programs (interpose_task_deps.cpp), handing
+/* This library defines both for programs (interpose/interpose_task_deps.cpp), handing
  * a running deferred member's to its merged task; its own end dependencies
  * (ready/borrowed_task.cpp) go to StarPU's, also for a task resubmitted from
  * its own callback while it is that member. */

@@ -2,7 +2,7 @@
  *
  * Shared by every way a program reaches the policy: the StarPU 1.4 plugin
  * entry points (sched_lib_entry.cpp), the StarPU 1.3 interposer
- * (interpose_starpu_init.cpp) and the public starpu_fusing_policy(). */
+ * (interpose/interpose_starpu_init.cpp) and the public starpu_fusing_policy(). */
 #ifndef STARPU_FUSING_SCHED_POLICY_SELECTION_H
 #define STARPU_FUSING_SCHED_POLICY_SELECTION_H
 

@@ -9,7 +9,7 @@
  * first hangs.  So the window never defers a task that conflicts with a
  * hold, and counts as holds:
  *  - the program's acquisitions, from the call until the matching release
- *    (acquired/released, from interpose_acquire.cpp; StarPU-MPI's sends
+ *    (acquired/released, from interpose/interpose_acquire.cpp; StarPU-MPI's sends
  *    and receives are acquisitions too);
  *  - the accesses of a task handed to StarPU that may itself wait for the
  *    program (a hold on its data, a tag, dependencies declared by or on it),

@@ -11,7 +11,7 @@
  * deferred kept task with its group number (deferred), and the group's
  * merged task once made (submitted, before StarPU sees it); a declaration
  * naming a task still in the window first hands its group to StarPU
- * (interpose_task_deps.cpp).  It never waits for the task to run: a
+ * (interpose/interpose_task_deps.cpp).  It never waits for the task to run: a
  * declaration returns at once, as StarPU's does.
  *
  * A merged task holding kept members is kept too (detach = 0, destroy = 0):

@@ -242,7 +242,7 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	 * with (flush_conflicting_locked); one that accesses no data conflicts
 	 * with none, and needs not even the lock (DAHL submits five control
 	 * tasks per task of its own).  What a task names explicitly went
-	 * through the dependency declarations (interpose_task_deps.cpp).  Not
+	 * through the dependency declarations (interpose/interpose_task_deps.cpp).  Not
 	 * marked inside StarPU: the window may hold tasks, so what its
 	 * callback submits, if StarPU runs it right here, must go through the
 	 * window too. */

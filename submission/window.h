@@ -1,6 +1,6 @@
 /* The window of submission-time fusion (doc/design.md, section 12).
  *
- * The program's starpu_task_submit (interpose_task_submit.cpp) hands every
+ * The program's starpu_task_submit (interpose/interpose_task_submit.cpp) hands every
  * task to submit().  A deferrable task is placed in a group by the order
  * rule (submission/window_order.h) instead of going to StarPU; any other task
  * first flushes the window, so it reaches StarPU after everything submitted
@@ -8,7 +8,7 @@
  * one merged task (merged_group.h): when a group fills up (together with
  * every group opened before it), and the whole window when a worker finds
  * no work, after STARPU_FUSING_MAX_DELAY, and before any StarPU function
- * that could observe deferred work (the flush barrier, barrier_entry.cpp).
+ * that could observe deferred work (the flush barrier, interpose/barrier_entry.cpp).
  *
  * Locks: mutex_ (recursive: a StarPU call made while flushing may run a
  * callback that submits, in the same thread) orders the program's, the
@@ -90,7 +90,7 @@ public:
 	/* A thread enters (begin_wait) and leaves (end_wait) a StarPU call
 	 * that waits for StarPU's count of submitted or ready tasks to drop:
 	 * starpu_task_wait_for_all, _for_n_submitted, _for_no_ready (and their
-	 * _in_ctx forms), starpu_shutdown (interpose_waits.cpp).  A task
+	 * _in_ctx forms), starpu_shutdown (interpose/interpose_waits.cpp).  A task
 	 * deferred meanwhile, by a callback or another thread, would not be
 	 * counted, and the wait would return before it ran: until the wait
 	 * ends, tasks go to StarPU as they are submitted.  begin_wait flushes
@@ -117,7 +117,7 @@ public:
 	 * ways the order rule does not follow).  The thread partitioning. */
 	void exclude_from_deferral(starpu_data_handle_t handle);
 
-	/* Partition plans (interpose_partition.cpp; doc/design.md, section
+	/* Partition plans (interpose/interpose_partition.cpp; doc/design.md, section
 	 * 12).  The program's thread, or a callback's; never StarPU's own
 	 * calls.
 	 *
@@ -156,7 +156,7 @@ public:
 	 * (starpu_data_invalidate and _submit, starpu_data_deinitialize and
 	 * _submit, datawizard/interfaces/data_interface.c), the program's
 	 * attempt (starpu_data_acquire_try), or a fetch or prefetch (mode
-	 * STARPU_R, interpose_fetch.cpp).  StarPU switches plans for it as
+	 * STARPU_R, interpose/interpose_fetch.cpp).  StarPU switches plans for it as
 	 * for any acquisition (_starpu_data_check_initialized,
 	 * datawizard/user_interactions.c): the window hands over what it holds
 	 * and follows the switch when there is one.  The acquiring thread. */

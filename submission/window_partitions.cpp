@@ -9,7 +9,7 @@
  *
  * Locks and threads:
  *  - record_partition_call, run_partition_change: the program's thread, or a
- *    callback's (interpose_partition.cpp); each takes mutex_.
+ *    callback's (interpose/interpose_partition.cpp); each takes mutex_.
  *    record_partition_call may take closer_mutex_ after it, briefly, to
  *    wake the closer thread when it leaves a call in a window that held
  *    nothing; run_partition_change takes outside_calls_mutex_ after it.

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The flush barrier is complete by construction (submission/flush_barrier.rules):
+# The flush barrier is complete by construction (interpose/flush_barrier.rules):
 # fails when the StarPU this build links exports a function that no rule
 # classifies, or when a function classified "flush" or "own" is not defined
 # by the built library (so StarPU's own would run without flushing).

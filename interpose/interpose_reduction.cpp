@@ -21,7 +21,7 @@
 namespace {
 
 /* caller: the call's return address (StarPU's own calls do not flush:
- * starpu_code.h). */
+ * submission/starpu_code.h). */
 void flush_window(const void *caller)
 {
 	if (fusing::SubmissionWindow *window = fusing::active_submission_window())

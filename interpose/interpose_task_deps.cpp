@@ -2,10 +2,10 @@
  * barrier, flush_barrier.rules "own").
  *
  * A task with declared dependencies, or named as one before its submission,
- * has a job in StarPU and is never deferred (window.cpp).  What remains is a
+ * has a job in StarPU and is never deferred (submission/window.cpp).  What remains is a
  * dependency declared on a task the window deferred, which StarPU never
  * sees: the declaration names the merged task that runs it instead
- * (SubmissionWindow::task_for_dependency, named_members.h) and returns at
+ * (SubmissionWindow::task_for_dependency, submission/named_members.h) and returns at
  * once, as StarPU's does.  The current member is named by its merged task
  * with starpu_task_get_current() answering as StarPU would, since StarPU
  * accepts a dependency on a submitted task it destroys itself only when that

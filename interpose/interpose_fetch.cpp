@@ -3,12 +3,12 @@
  *
  * A fetch or prefetch is a barrier: it moves data deferred tasks write, so
  * the window is flushed first (unless StarPU itself calls it:
- * starpu_code.h).  And StarPU switches plans for it as for a read
+ * submission/starpu_code.h).  And StarPU switches plans for it as for a read
  * (_starpu_prefetch_data_on_node_with_mode calls
  * _starpu_data_check_initialized, datawizard/user_interactions.c, 1.3 and
  * 1.4): a handle partitioned read-write is unpartitioned, a child of an
  * inactive plan partitioned for.  The window follows that switch
- * (window.h, follow_acquisition_switch) whoever calls: without it, a
+ * (submission/window.h, follow_acquisition_switch) whoever calls: without it, a
  * vector fetched while partitioned was unpartitioned behind the window,
  * which deferred the next task on a half as if still partitioned, and
  * StarPU asserted "Handle ... is not initialized"

@@ -1,7 +1,7 @@
 /* What the flush barrier's entry points call (barrier_entry.S.inc): flush
  * the window unless this thread is inside StarPU's own code (a scheduling
  * callback, a StarPU call this library makes, or StarPU calling one of its
- * exported functions itself: starpu_code.h), then hand back StarPU's
+ * exported functions itself: submission/starpu_code.h), then hand back StarPU's
  * definition of the function.  Runs in whatever thread called the StarPU
  * function, before StarPU's code. */
 #include "core/starpu_functions.h"

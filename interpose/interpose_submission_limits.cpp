@@ -1,6 +1,6 @@
 /* StarPU 1.4 lets a program turn submission throttling on while it runs
  * (starpu_set_limit_min/max_submitted_tasks), which cannot work with fusion
- * for the reason config.cpp refuses STARPU_LIMIT_MAX/MIN_SUBMITTED_TASKS at
+ * for the reason sched/config.cpp refuses STARPU_LIMIT_MAX/MIN_SUBMITTED_TASKS at
  * initialisation.  Preloaded (the launcher preloads the library on 1.4
  * too), these definitions come first: a call that would leave both limits
  * set while fusion runs stops the program with one line; any other call

@@ -3,7 +3,7 @@
  *
  * An acquisition observes the data of deferred tasks: the window is flushed
  * first.  From the call until the matching release the handle is held
- * (held_data.h): no task conflicting with it is deferred, so no merged task
+ * (submission/held_data.h): no task conflicting with it is deferred, so no merged task
  * makes other tasks wait for the program's release.  StarPU-MPI acquires the
  * data it sends and receives through these functions too.
  *
@@ -25,7 +25,7 @@
 namespace {
 
 /* The window, when the call at caller is the program's: not StarPU's, nor
- * StarPU forwarding one of these calls to another (starpu_code.h).  Without
+ * StarPU forwarding one of these calls to another (submission/starpu_code.h).  Without
  * the second test, under an -O1 build with ASan, StarPU's automatic
  * unpartition (its invalidation of the children,
  * _starpu_data_invalidate_submit_noplan, calling
@@ -41,7 +41,7 @@ fusing::SubmissionWindow *window_for_program_call(const void *caller)
 	return window;
 }
 
-/* An acquisition that is not the program's still switches plans (window.h,
+/* An acquisition that is not the program's still switches plans (submission/window.h,
  * follow_acquisition_switch): StarPU's starpu_data_invalidate_submit
  * acquires the data it invalidates through these functions, and a
  * partitioned handle the program invalidated was unpartitioned behind the

@@ -2,7 +2,7 @@
  * flush_barrier.rules "own"; doc/design.md, section 12).
  *
  * Partition plans (starpu_data_partition_plan) are followed: the window
- * learns each plan's children (partition_trees.h), defers tasks on them as
+ * learns each plan's children (submission/partition_trees.h), defers tasks on them as
  * on any data, and places the program's partition and unpartition calls
  * between its groups (SubmissionWindow::record_partition_call) instead of
  * flushing.  The other partition functions run at once after what they
@@ -13,7 +13,7 @@
  * window flushes and never defers tasks on them.
  *
  * StarPU's own calls (its automatic partitioning, from inside a
- * submission or an acquisition; starpu_code.h) go straight to StarPU.  The
+ * submission or an acquisition; submission/starpu_code.h) go straight to StarPU.  The
  * program's thread, or a callback's. */
 #include "build_config.h"
 #include "core/starpu_functions.h"
@@ -27,7 +27,7 @@
 namespace {
 
 /* caller: the partitioning call's return address.  StarPU's own calls
- * (starpu_code.h: plan transitions it inserts) do not flush; their handles
+ * (submission/starpu_code.h: plan transitions it inserts) do not flush; their handles
  * are marked all the same. */
 fusing::SubmissionWindow *flush_window(const void *caller)
 {

@@ -12,7 +12,7 @@
  * when it returns, so nothing is deferred after it starts.
  *
  * StarPU's own calls of these functions (starpu_shutdown calling
- * starpu_task_wait_for_no_ready) pass (starpu_code.h).  The waiting thread. */
+ * starpu_task_wait_for_no_ready) pass (submission/starpu_code.h).  The waiting thread. */
 #include "submission/starpu_code.h"
 #include "core/starpu_functions.h"
 #include "submission/window.h"

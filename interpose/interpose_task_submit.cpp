@@ -1,6 +1,6 @@
 /* starpu_task_submit, defined by the preloaded library: while
  * submission-time fusion runs, every task the program submits goes through
- * the window (window.h); otherwise straight to StarPU's.
+ * the window (submission/window.h); otherwise straight to StarPU's.
  * starpu_task_insert, starpu_insert_task, starpu_task_submit_to_ctx and
  * starpu_mpi_task_insert all reach this symbol (doc/design.md, section 12). */
 #include "core/starpu_functions.h"
