@@ -22,7 +22,10 @@
  * by StarPU again, as when a program destroys a task after starpu_task_wait).
  *
  * Any thread; every method takes mutex_, which is taken after the window's
- * lock when both are held, and StarPU is called with neither. */
+ * lock when both are held.  Under mutex_ the only StarPU call is
+ * starpu_task_finished (take_finished_locked), which takes nothing but the
+ * job's own sync_mutex, a lock StarPU never holds while it calls this
+ * library; merged tasks are destroyed after mutex_ is released. */
 #ifndef STARPU_FUSING_SUBMISSION_NAMED_MEMBERS_H
 #define STARPU_FUSING_SUBMISSION_NAMED_MEMBERS_H
 
