@@ -148,6 +148,19 @@ struct ThisWorker {
 	 * (_starpu_worker_can_block honours it in a blocking build). */
 	bool program_hook_forbids_resting = false;
 	IdleGaps gaps;
+	/* The worker's contexts, read by the pop that follows the hook's
+	 * request (wants_contexts): StarPU changes a worker's list of
+	 * contexts from the changing thread, keeping the worker out of
+	 * scheduling operations only (notify_workers_about_changing_ctx_pending,
+	 * core/sched_ctx.c), so the list is read inside pop_task, never in the
+	 * idle hook (two_cpu_contexts, a StarPU example, crashed in 2% of its
+	 * runs reading it there).  contexts_read: the last pop read them and
+	 * no task has started since. */
+	bool wants_contexts = false;
+	bool contexts_read = false;
+	bool all_contexts_ours = false;
+	unsigned context_count = 0;
+	std::array<unsigned, STARPU_NMAX_SCHED_CTXS> contexts{};
 };
 thread_local ThisWorker this_worker;
 
@@ -161,17 +174,33 @@ bool is_ours(unsigned ctx)
 
 /* The worker's contexts all use this policy, and only one of them, or none
  * with queued tasks: every task it could pop would have been seen by its
- * pop, or wakes it through pushed(). */
-bool contexts_let_it_rest(int worker)
+ * pop, or wakes it through pushed().  From the contexts its last pop read:
+ * a change since then ends with a broadcast of the worker's sched_cond
+ * (_starpu_worker_leave_changing_ctx_op), which ends a rest already begun;
+ * one that ended between that pop and the rest is seen at the next rest,
+ * the safety net bounding the one in between. */
+bool contexts_let_it_rest(const ThisWorker &self)
+{
+	bool rest = self.all_contexts_ours && self.context_count > 0;
+	for (unsigned i = 0; i < self.context_count && rest && self.context_count > 1; i++)
+		rest = context_load->queued_not_started[self.contexts[i]].load(std::memory_order_relaxed) <= 0;
+	return rest;
+}
+
+/* pop_task, inside StarPU's scheduling operation: the calling worker's
+ * contexts, for the idle hook that asked. */
+void read_contexts(ThisWorker &self, int worker)
 {
 	unsigned *contexts = nullptr;
 	const unsigned count = starpu_worker_get_sched_ctx_list(worker, &contexts);
-	bool rest = count > 0;
-	for (unsigned i = 0; i < count && rest; i++)
-		rest = is_ours(contexts[i]) &&
-		       (count == 1 || context_load->queued_not_started[contexts[i]].load(std::memory_order_relaxed) <= 0);
+	self.context_count = std::min<unsigned>(count, STARPU_NMAX_SCHED_CTXS);
+	self.all_contexts_ours = count <= STARPU_NMAX_SCHED_CTXS;
+	for (unsigned i = 0; i < self.context_count; i++) {
+		self.contexts[i] = contexts[i];
+		self.all_contexts_ours = self.all_contexts_ours && is_ours(contexts[i]);
+	}
 	std::free(contexts);
-	return rest;
+	self.contexts_read = true;
 }
 
 /* What a rest waits for, already true. */
@@ -287,14 +316,19 @@ void decide_and_rest(ThisWorker &self);
 unsigned after_idle_iteration(void *)
 {
 	ThisWorker &self = this_worker;
+	/* What a pop read is for the hook right after it only. */
+	const bool contexts_read = self.contexts_read;
+	self.contexts_read = false;
 	if (!self.pop_found_nothing)
 		return 1;
 	self.pop_found_nothing = false;
+	self.contexts_read = contexts_read;
 	/* Counted before running is read, so that stop() can wait for every
 	 * worker to be out of the engine's state. */
 	workers_in_hook.fetch_add(1, std::memory_order_seq_cst);
 	if (running.load(std::memory_order_seq_cst))
 		decide_and_rest(self);
+	self.contexts_read = false;
 	workers_in_hook.fetch_sub(1, std::memory_order_seq_cst);
 	return 1;
 }
@@ -343,9 +377,13 @@ void decide_and_rest(ThisWorker &self)
 			sched_yield();
 		return;
 	}
-	if (contexts_let_it_rest(worker))
+	/* Time to rest: the next pop reads the contexts it may rest with. */
+	if (!self.contexts_read) {
+		self.wants_contexts = true;
+		return;
+	}
+	if (contexts_let_it_rest(self))
 		rest(worker, self.pushes_before_pop);
-	return;
 }
 
 /* The progression hook: every thread making data requests progress; in a
@@ -428,6 +466,12 @@ void popped(std::uint64_t pushes_before, bool found_task)
 	self.pop_found_nothing = !found_task;
 	self.pushes_before_pop = pushes_before;
 	self.driver_evaluated_sleep = false;
+	if (!found_task && self.wants_contexts) {
+		self.wants_contexts = false;
+		const int worker = starpu_worker_get_id();
+		if (worker >= 0)
+			read_contexts(self, worker);
+	}
 }
 
 void pushed()
@@ -459,6 +503,8 @@ void task_starting(const struct starpu_task *task)
 {
 	ThisWorker &self = this_worker;
 	self.pop_found_nothing = false;
+	self.wants_contexts = false;
+	self.contexts_read = false;
 	if (self.idle_since_us > 0.0) {
 		self.gaps.add(starpu_timing_now() - self.idle_since_us);
 		self.idle_since_us = 0.0;

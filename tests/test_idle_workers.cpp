@@ -325,6 +325,30 @@ void idle_workers_stop_at_shutdown(void **)
 	session.finish(1, false);
 }
 
+/* Contexts created and deleted while workers idle: StarPU changes a
+ * worker's list of contexts from the program's thread, the worker being
+ * kept out of scheduling operations only (notify_workers_about_changing_
+ * ctx_pending, core/sched_ctx.c), so an idle worker deciding whether to
+ * rest must not read that list outside one (two_cpu_contexts, a StarPU
+ * example, crashed in 2% of its runs doing so).  Each round also gives the
+ * new context's worker a task, which it must run. */
+void idle_workers_survive_contexts_changing_under_them(void **)
+{
+	Session session("idle_workers_survive_contexts_changing_under_them");
+	const long rounds = 400;
+	for (long round = 0; round < rounds; round++) {
+		int both[] = {0, 1};
+		const unsigned context =
+			round % 2 == 0
+				? starpu_sched_ctx_create(both, 2, "eager", STARPU_SCHED_CTX_POLICY_NAME, "eager", 0)
+				: starpu_sched_ctx_create(both, 2, "fusing", STARPU_SCHED_CTX_POLICY_STRUCT, starpu_fusing_policy(), 0);
+		assert_int_equal(starpu_task_submit_to_ctx(session.increment_task(), context), 0);
+		starpu_task_wait_for_all_in_ctx(context);
+		starpu_sched_ctx_delete(context);
+	}
+	session.finish(rounds, false);
+}
+
 /* ------------------------------------------ where workers must not rest
  * Out-of-core data: with a disk node, requests between it and the main
  * memory progress only while a worker of the main memory polls, and posting
@@ -502,6 +526,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(idle_worker_wakes_after_a_pause),
 		cmocka_unit_test(idle_worker_wakes_for_a_task_a_callback_submits),
 		cmocka_unit_test(idle_workers_stop_at_shutdown),
+		cmocka_unit_test(idle_workers_survive_contexts_changing_under_them),
 		cmocka_unit_test(idle_workers_poll_where_data_moves_between_memory_nodes),
 		cmocka_unit_test(idle_workers_honour_a_hook_that_forbids_blocking),
 		cmocka_unit_test(idle_worker_wakes_for_work_the_window_holds),
