@@ -8,20 +8,20 @@ namespace fusing {
 
 bool PartitionTrees::parent_of(Handle handle, Handle &parent) const
 {
-	auto node = nodes_.find(handle);
-	if (node == nodes_.end() || !node->second.parent)
+	const ParentEntry *entry = parents_.find(handle);
+	if (!entry)
 		return false;
-	parent = node->second.parent;
+	parent = entry->parent;
 	return true;
 }
 
 bool PartitionTrees::child_of_plan(Handle handle, Handle &parent, unsigned &index) const
 {
-	auto node = nodes_.find(handle);
-	if (node == nodes_.end() || !node->second.parent)
+	const ParentEntry *entry = parents_.find(handle);
+	if (!entry)
 		return false;
-	parent = node->second.parent;
-	index = node->second.index_in_plan;
+	parent = entry->parent;
+	index = entry->index_in_plan;
 	return true;
 }
 
@@ -59,6 +59,7 @@ void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t
 		child.parent = parent;
 		child.index_in_plan = static_cast<unsigned>(i);
 		child.excluded = node.excluded;
+		parents_.find_or_add(children[i]) = ParentEntry{parent, static_cast<unsigned>(i)};
 		node.children.push_back(children[i]);
 	}
 	if (node.plans > 1)
@@ -86,6 +87,7 @@ void PartitionTrees::forget_subtree(Handle handle)
 		return;
 	std::vector<Handle> children = std::move(node->second.children);
 	nodes_.erase(node);
+	parents_.erase(handle);
 	for (Handle child : children)
 		forget_subtree(child);
 }

@@ -109,10 +109,14 @@ SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Pred
 	reports_.names = &names_;
 	reports_.running_groups = &running_groups_;
 	reports_.retired = &retired_;
-	order_.set_parent_of([this](const starpu_data_handle_t &handle, starpu_data_handle_t &parent) {
-		return any_tree_.load(std::memory_order_relaxed) && trees_.parent_of(handle, parent);
-	});
+	order_.set_parent_of(tree_parent_of, this);
 	closer_ = std::thread([this] { close_periodically(); });
+}
+
+bool SubmissionWindow::tree_parent_of(const void *window, const starpu_data_handle_t &handle, starpu_data_handle_t &parent)
+{
+	const SubmissionWindow &self = *static_cast<const SubmissionWindow *>(window);
+	return self.any_tree_.load(std::memory_order_relaxed) && self.trees_.parent_of(handle, parent);
 }
 
 SubmissionWindow::~SubmissionWindow()

@@ -288,6 +288,9 @@ private:
 	long kernel_phase_for(const Group &group, const struct starpu_task *task, const std::vector<Access<starpu_data_handle_t>> &accesses,
 			      double predicted_us, bool holds_conflict, bool must_be_light) const;
 
+	/* The order rule's parent of handle (WindowOrder::ParentOf; window is
+	 * the SubmissionWindow): its parent in a followed tree.  Under mutex_. */
+	static bool tree_parent_of(const void *window, const starpu_data_handle_t &handle, starpu_data_handle_t &parent);
 	/* Hands StarPU a task the window does not keep while it holds
 	 * nothing and follows no tree: no lock (submit()). */
 	int submit_not_deferred(struct starpu_task *task, bool known_to_starpu);

@@ -31,7 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <functional> /* std::hash */
 #include <utility>
 #include <vector>
 
@@ -52,9 +52,15 @@ public:
 	 * accesses to its ancestors and descendants as to itself (their data
 	 * overlap), not with accesses to its siblings.  A handle's children
 	 * must all come from one plan (the caller's rule: siblings of two plans
-	 * overlap).  Without it, handles are unrelated. */
-	using ParentOf = std::function<bool(const Handle &handle, Handle &parent)>;
-	void set_parent_of(ParentOf parent_of) { parent_of_ = std::move(parent_of); }
+	 * overlap).  Without it, handles are unrelated.  A plain function and
+	 * its context, not a std::function: it is called for every access
+	 * placed or checked, once per ancestor. */
+	using ParentOf = bool (*)(const void *context, const Handle &handle, Handle &parent);
+	void set_parent_of(ParentOf parent_of, const void *context)
+	{
+		parent_of_ = parent_of;
+		parent_of_context_ = context;
+	}
 
 	/* The lowest group number a task with these accesses may join: every
 	 * group from there on, among those still open, is allowed (0 when
@@ -194,7 +200,7 @@ private:
 			if (!parent_of_)
 				continue;
 			Handle ancestor;
-			for (Handle child = access.handle; parent_of_(child, ancestor); child = ancestor)
+			for (Handle child = access.handle; parent_of_(parent_of_context_, child, ancestor); child = ancestor)
 				if (const Last *last = find(ancestor))
 					found.note(last->own, access.writes);
 		}
@@ -260,12 +266,13 @@ private:
 			if (!parent_of_)
 				continue;
 			Handle ancestor;
-			for (Handle child = access.handle; parent_of_(child, ancestor); child = ancestor)
+			for (Handle child = access.handle; parent_of_(parent_of_context_, child, ancestor); child = ancestor)
 				find_or_add(ancestor).subtree.note(p, access.writes, task);
 		}
 	}
 
-	ParentOf parent_of_;
+	ParentOf parent_of_ = nullptr;
+	const void *parent_of_context_ = nullptr;
 	std::vector<Last> slots_;  /* size a power of two, at most half used */
 	std::size_t used_ = 0;     /* live entries */
 	std::uint64_t window_ = 1; /* slots_ start at window 0: none live */

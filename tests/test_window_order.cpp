@@ -194,7 +194,7 @@ void window_order_random_groupings_keep_results(void **)
 /* A tree of handles over cells: 0 covers cells 0-3, its children 1 (0-1) and
  * 2 (2-3); 1's children 3 (cell 0) and 4 (cell 1).  Handles 5 and 6 are
  * unrelated (cells 4 and 5). */
-bool tree_parent_of(const int &handle, int &parent)
+bool tree_parent_of(const void *, const int &handle, int &parent)
 {
 	static const int parents[] = {-1, 0, 0, 1, 1, -1, -1};
 	if (handle < 0 || handle > 6 || parents[handle] < 0)
@@ -218,7 +218,7 @@ std::vector<int> cells_of(int handle)
 void window_order_child_conflicts_with_ancestors_not_siblings(void **)
 {
 	WindowOrder<int> order;
-	order.set_parent_of(tree_parent_of);
+	order.set_parent_of(tree_parent_of, nullptr);
 	order.open(writes({3})); /* group 0 writes a grandchild */
 	order.open(writes({2})); /* group 1 writes the other child */
 	/* Its sibling 4 is free; its parent 1 and the root overlap it. */
@@ -239,7 +239,7 @@ void window_order_child_conflicts_with_ancestors_not_siblings(void **)
 void window_order_calls_run_between_groups(void **)
 {
 	WindowOrder<int> order;
-	order.set_parent_of(tree_parent_of);
+	order.set_parent_of(tree_parent_of, nullptr);
 	order.open(writes({5}));              /* group 0: unrelated */
 	Accesses partition = {{1, true}, {3, true}, {4, true}};
 	assert_int_equal(order.call_position(partition), 0); /* nothing it conflicts with */
@@ -315,7 +315,7 @@ void window_order_random_trees_and_calls_keep_results(void **)
 				item.accesses.push_back({static_cast<int>(random() % 7), random() % 3 == 0});
 		}
 		WindowOrder<int> order;
-		order.set_parent_of(tree_parent_of);
+		order.set_parent_of(tree_parent_of, nullptr);
 		std::vector<std::size_t> position_of;
 		for (const Item &item : items) {
 			if (item.call) {
