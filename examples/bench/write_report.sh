@@ -22,7 +22,6 @@ if [ $# -ne 1 ] || [ ! -d "$1" ]; then
 	echo "usage: $0 [-readme FILE] DIR (a directory written by run_report.sh)" >&2
 	exit 2
 fi
-here=$(cd "$(dirname "$0")" && pwd)
 out=$(cd "$1" && pwd)
 dahl_sizes="28 48 96"
 dahl_ran=no
@@ -128,7 +127,7 @@ if [ "$dahl_ran" = yes ] && command -v gnuplot >/dev/null; then
 	for terminal in "pngcairo size 900,500" "svg size 900,500"; do
 		extension=png
 		[ "${terminal%% *}" = svg ] && extension=svg
-		printf 'set terminal %s\nset output "%s"\n%s\n' "$terminal" "$out/dahl.$extension" "set title \"DAHL basic_cnn on StarPU 1.4: time per epoch relative to the best built-in policy on StarPU as built by default (lower is better)\" noenhanced
+		printf 'set terminal %s\nset output "%s"\n%s\n' "$terminal" "$out/dahl.$extension" "set title \"DAHL basic_cnn, StarPU 1.4: epoch time / best built-in policy (lower is better)\" noenhanced
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1
@@ -143,6 +142,10 @@ fi
 
 # ------------------------------------------------------------------ report
 minutes=$(cat "$out/minutes" 2>/dev/null || echo "?")
+# The commit measured: recorded by run_bench.sh when the run began, not
+# the one checked out now.
+commit=$(awk -F'|' '$2 ~ /starpu-fusing/ { gsub(/ /, "", $3); print $3 }' "$out/machine.md" 2>/dev/null)
+[ -n "$commit" ] || commit=unknown
 starpu14_version=unknown
 if [ -n "${STARPU14_LIBDIR:-}" ]; then
 	starpu14_version=$(PKG_CONFIG_PATH="$STARPU14_LIBDIR/pkgconfig" pkg-config --modversion starpu-1.4 2>/dev/null || echo unknown)
@@ -150,7 +153,7 @@ fi
 {
 	echo "# starpu-fusing: performance report of $(date -u '+%Y-%m-%d')"
 	echo
-	echo "Command: \`make report\` ($minutes min), commit $(git -C "$here" describe --always --dirty 2>/dev/null || echo unknown)."
+	echo "Command: \`make report\` ($minutes min), commit $commit (as the run began)."
 	echo "Every figure was measured in this run, the configurations of each benchmark interleaved."
 	echo "StarPU: $(pkg-config --modversion "${STARPU_PKG:-starpu-1.3}" 2>/dev/null || echo unknown) (Debian) for the benchmarks,"
 	echo "$starpu14_version built by hand (as usual, and with \`--enable-blocking-drivers\`) for DAHL."
