@@ -181,10 +181,14 @@ bool is_ours(unsigned ctx)
  * the safety net bounding the one in between. */
 bool contexts_let_it_rest(const ThisWorker &self)
 {
-	bool rest = self.all_contexts_ours && self.context_count > 0;
-	for (unsigned i = 0; i < self.context_count && rest && self.context_count > 1; i++)
-		rest = context_load->queued_not_started[self.contexts[i]].load(std::memory_order_relaxed) <= 0;
-	return rest;
+	if (!self.all_contexts_ours || self.context_count == 0)
+		return false;
+	if (self.context_count == 1)
+		return true;
+	for (unsigned i = 0; i < self.context_count; i++)
+		if (context_load->queued_not_started[self.contexts[i]].load(std::memory_order_relaxed) > 0)
+			return false;
+	return true;
 }
 
 /* pop_task, inside StarPU's scheduling operation: the calling worker's
@@ -316,18 +320,16 @@ void decide_and_rest(ThisWorker &self);
 unsigned after_idle_iteration(void *)
 {
 	ThisWorker &self = this_worker;
-	/* What a pop read is for the hook right after it only. */
-	const bool contexts_read = self.contexts_read;
-	self.contexts_read = false;
 	if (!self.pop_found_nothing)
 		return 1;
 	self.pop_found_nothing = false;
-	self.contexts_read = contexts_read;
 	/* Counted before running is read, so that stop() can wait for every
 	 * worker to be out of the engine's state. */
 	workers_in_hook.fetch_add(1, std::memory_order_seq_cst);
 	if (running.load(std::memory_order_seq_cst))
 		decide_and_rest(self);
+	/* What a pop read is for the hook right after it only (a pop that
+	 * found a task leaves it to task_starting to clear). */
 	self.contexts_read = false;
 	workers_in_hook.fetch_sub(1, std::memory_order_seq_cst);
 	return 1;

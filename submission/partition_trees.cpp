@@ -57,7 +57,6 @@ void PartitionTrees::add_plan(Handle parent, const Handle *children, std::size_t
 		Node &child = nodes_[children[i]];
 		child = Node{};
 		child.parent = parent;
-		child.index_in_plan = static_cast<unsigned>(i);
 		child.excluded = node.excluded;
 		parents_.find_or_add(children[i]) = ParentEntry{parent, static_cast<unsigned>(i)};
 		node.children.push_back(children[i]);

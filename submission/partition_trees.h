@@ -97,7 +97,6 @@ public:
 private:
 	struct Node {
 		Handle parent = nullptr;
-		unsigned index_in_plan = 0;   /* its place among parent's plan's children */
 		std::vector<Handle> children; /* of its plan */
 		std::shared_ptr<const struct starpu_data_filter> filter; /* of its plan */
 		unsigned plans = 0;
