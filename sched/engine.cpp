@@ -52,6 +52,26 @@ std::uint64_t memory_share_per_cpu_worker(const std::vector<unsigned> &cpu_worke
 	return smallest;
 }
 
+/* Whether task writes, without reading it, a handle of which no memory
+ * node has a valid copy (registered without data, invalidated,
+ * deinitialized).  The task holds the handle's write lock now (StarPU
+ * calls the prologue once the task's data requests are granted), so the
+ * answer cannot change before the hold. */
+bool writes_data_without_a_valid_copy(const BorrowedTask &task)
+{
+	const unsigned nnodes = starpu_memory_nodes_get_count();
+	for (unsigned i = 0; i < task.nbuffers(); i++) {
+		if ((task.mode(i) & STARPU_R) || !(task.mode(i) & STARPU_W))
+			continue;
+		bool valid_somewhere = false;
+		for (unsigned node = 0; node < nnodes && !valid_somewhere; node++)
+			valid_somewhere = starpu_data_is_on_node(task.handle(i), node);
+		if (!valid_somewhere)
+			return true;
+	}
+	return false;
+}
+
 std::uint64_t buffer_bytes(const BorrowedTask &task)
 {
 	std::uint64_t bytes = 0;
@@ -156,7 +176,7 @@ void Engine::start_submission_window()
 	SubmissionWindow::SubmissionCounter count_deferred;
 	if (config_.print_stats)
 		count_deferred = [this](struct starpu_task *task) { stats_.record_submitted(task->cl, names_.of(task->cl)); };
-	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr, nullptr, &kernels_};
+	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr, nullptr, nullptr, &kernels_};
 	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, batched, count_deferred, load_, reports,
 						     starpu_own_task_submit);
 	set_active_submission_window(window_.get());
@@ -257,6 +277,18 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 	const std::uint64_t bytes = buffer_bytes(borrowed);
 	if (caps_.close_at_bytes > 0 && bytes > caps_.close_at_bytes)
 		return record_unfused(task->cl, UnfusedReason::data_too_large_for_memory);
+	/* Held, the task would give its write lock back (the NOWHERE path)
+	 * while the handle has no value, and StarPU's own requests queued on
+	 * the handle would then find none: the idle prefetch that
+	 * starpu_data_wont_use makes after its release (_starpu_data_wont_use,
+	 * datawizard/user_interactions.c, 1.3 and 1.4) aborted in
+	 * _starpu_fetch_data_on_node ("no handle initialization function")
+	 * when an invalidation submitted after the wont_use ran first and the
+	 * next writer was held (promises_wont_use_then_invalidate_unblocked,
+	 * 10 aborts in 10 runs under MODE=ready on 1.4.12).  Run at once, the
+	 * writer keeps the lock until it has written, as under StarPU alone. */
+	if (writes_data_without_a_valid_copy(borrowed))
+		return record_unfused(task->cl, UnfusedReason::writes_data_without_value);
 
 	/* Outside the collector's lock: on a multi-node machine, a page query
 	 * per buffer. */

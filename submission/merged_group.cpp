@@ -11,16 +11,20 @@
 #include "core/merged_task_buffers.h"
 #include "core/stats.h"
 #include "kernels/kernel_binding.h"
+#include "submission/end_dependency_stand_in.h"
 #include "submission/named_members.h"
 #include "submission/retired_members.h"
+#include "submission/uncounted_members.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 namespace fusing {
@@ -43,6 +47,12 @@ struct RunningGroup {
 	std::vector<struct starpu_task *> members;
 	std::vector<unsigned> first_use;     /* member m's buffers start at buffer_of_use[first_use[m]] */
 	std::vector<unsigned> buffer_of_use; /* use -> the merged task's buffer */
+	std::vector<starpu_data_handle_t> use_handles;           /* as recorded (GroupMembers) */
+	std::vector<enum starpu_data_access_mode> use_modes;     /* as recorded (GroupMembers) */
+	/* Members whose termination a stand-in makes; written under the
+	 * registry's lock (LiveGroups) until finish_group takes the group out
+	 * of it. */
+	std::vector<MemberStandIn> stand_ins;
 	std::vector<int> view_of_use;        /* empty, or use -> views, -1: none (GroupMembers) */
 	std::vector<ChildView> views;
 	std::vector<bool> has_view;          /* empty, or per member: some use is a view */
@@ -53,6 +63,8 @@ struct RunningGroup {
 	std::vector<Phase> phases;
 	GroupReports reports;
 	double predicted_us; /* NaN when unknown; read by StarPU through group_model */
+	unsigned sched_ctx = 0;
+	std::size_t member_count = 0; /* members.size() when submitted (finish_group shrinks members) */
 	double exec_us = 0.0;
 	struct starpu_task *merged = nullptr; /* the task StarPU runs in the members' place */
 	/* member m's buffer b is the merged task's buffer_of_use[first_use[m] + b] */
@@ -66,6 +78,52 @@ struct RunningGroup {
 		run_member(members[m], buffers, members.size(), merged_buffers_of(m), merged, handles_registered(m));
 	}
 };
+
+/* The merged tasks submitted whose callback has not begun, for a program
+ * adding end dependencies to one of their members
+ * (stand_in_for_running_member).  mutex_ guards groups_ and the groups'
+ * stand_ins; nothing else is called under it. */
+class LiveGroups {
+public:
+	void add(RunningGroup *group)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		groups_.insert(group);
+	}
+	/* The group's callback begins: its stand-ins are fixed from now on. */
+	void remove(RunningGroup *group)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		groups_.erase(group);
+	}
+	bool stand_in(struct starpu_task *member, struct starpu_task *stand_in, std::vector<starpu_data_handle_t> &handles,
+		      std::vector<enum starpu_data_access_mode> &modes)
+	{
+		std::lock_guard<std::mutex> lock(mutex_);
+		for (RunningGroup *group : groups_) {
+			auto found = std::find(group->members.begin(), group->members.end(), member);
+			if (found == group->members.end())
+				continue;
+			const std::size_t m = static_cast<std::size_t>(found - group->members.begin());
+			const std::size_t end = m + 1 < group->members.size() ? group->first_use[m + 1] : group->use_handles.size();
+			handles.assign(group->use_handles.begin() + group->first_use[m], group->use_handles.begin() + end);
+			modes.assign(group->use_modes.begin() + group->first_use[m], group->use_modes.begin() + end);
+			group->stand_ins.push_back({member, stand_in});
+			return true;
+		}
+		return false;
+	}
+
+private:
+	std::mutex mutex_;
+	std::unordered_set<RunningGroup *> groups_;
+};
+
+LiveGroups &live_groups()
+{
+	static LiveGroups groups;
+	return groups;
+}
 
 /* The distinct names of the members' codelets (codelet_name.h), in order,
  * joined by '+': the trace's name of a group. */
@@ -245,6 +303,7 @@ void record_in_statistics(const RunningGroup &group)
 void finish_group(void *arg)
 {
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
+	live_groups().remove(group);
 	if (group->reports.stats)
 		record_in_statistics(*group);
 	/* The first `retired` entries of group->members become the members
@@ -253,6 +312,13 @@ void finish_group(void *arg)
 	std::size_t retired = 0;
 	for (std::size_t m = 0; m < group->members.size(); m++) {
 		struct starpu_task *member = group->members[m];
+		auto stand_in = std::find_if(group->stand_ins.begin(), group->stand_ins.end(),
+					     [&](const MemberStandIn &s) { return s.member == member; });
+		if (stand_in != group->stand_ins.end()) {
+			/* It has run; its stand-in terminates it. */
+			member_ran_for_stand_in(stand_in->stand_in);
+			continue;
+		}
 		/* Read first: a kept member's callback may submit it again. */
 		const bool destroy = member->destroy;
 		/* StarPU falls back to the codelet's callback when the task has none. */
@@ -277,6 +343,9 @@ void finish_group(void *arg)
 	if (!group->reports.retired->hand_over(group->members))
 		for (struct starpu_task *member : group->members)
 			starpu_task_destroy(member);
+	/* Every member has terminated: StarPU's count of its tasks drops by
+	 * one when this callback returns, waits on counts add the rest. */
+	group->reports.uncounted->remove(group->sched_ctx, group->member_count);
 	group->reports.running_groups->fetch_sub(1, std::memory_order_release);
 	delete group;
 }
@@ -389,13 +458,19 @@ std::vector<Phase> batched_phases(const GroupMembers &members, bool one_codelet,
 
 } // namespace
 
+bool stand_in_for_running_member(struct starpu_task *member, struct starpu_task *stand_in,
+				 std::vector<starpu_data_handle_t> &handles, std::vector<enum starpu_data_access_mode> &modes)
+{
+	return live_groups().stand_in(member, stand_in, handles, modes);
+}
+
 bool is_group_task(const struct starpu_task *task)
 {
 	return task->cl && task->cl->cpu_funcs[0] == run_group;
 }
 
 std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predicted_us, const GroupReports &reports,
-		  SubmitFunction real_submit)
+		  SubmitFunction real_submit, const MemberStandIn *stand_in)
 {
 	auto merged = merge_buffers(members.use_handles, members.use_modes);
 	fetch_only_what_members_read_first(members, merged.index_of_use, merged.modes);
@@ -404,8 +479,11 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 					     [&](const struct starpu_task *member) { return member->cl == first_cl; });
 	std::vector<Phase> phases = batched_phases(members, one_codelet, reports);
 	RunningGroup *group = new RunningGroup{std::move(members.tasks), std::move(members.first_use), std::move(merged.index_of_use),
+					       std::move(members.use_handles), std::move(members.use_modes), {},
 					       std::move(members.view_of_use), std::move(members.views), {}, one_codelet, std::move(phases), reports,
 					       predicted_us};
+	if (stand_in)
+		group->stand_ins.push_back(*stand_in);
 	if (!group->views.empty()) {
 		group->has_view.assign(group->members.size(), false);
 		for (std::size_t m = 0; m < group->members.size(); m++) {
@@ -437,6 +515,8 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 		task->prologue_callback_arg = group;
 	}
 	group->merged = task;
+	group->sched_ctx = sched_ctx;
+	group->member_count = group->members.size();
 	if (NamedMembers::any_kept(group->members)) {
 		/* Named in dependencies instead of its kept members, so kept
 		 * too, until nothing can name them (named_members.h). */
@@ -447,6 +527,8 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 	const std::size_t count = group->members.size();
 	const std::size_t nhandles = merged.handles.size();
 	reports.running_groups->fetch_add(1, std::memory_order_relaxed);
+	reports.uncounted->add(sched_ctx, count);
+	live_groups().add(group);
 	int ret = real_submit(task);
 	if (ret != 0) {
 		std::fprintf(stderr, "starpu-fusing: StarPU refused the merged task of %zu deferred tasks (error %d: %s); "

@@ -41,6 +41,7 @@ class KernelBindings;
 class NamedMembers;
 class RetiredMembers;
 class Statistics;
+class UncountedMembers;
 
 struct GroupReports {
 	CodeletObservations *observations;
@@ -49,6 +50,7 @@ struct GroupReports {
 	NamedMembers *names;                       /* the window's */
 	std::atomic<std::size_t> *running_groups; /* the window's: submitted, callback not ended */
 	RetiredMembers *retired;                  /* the window's: ended members to free */
+	UncountedMembers *uncounted;              /* the window's: members StarPU does not count */
 	KernelBindings *kernels; /* the kernel pack's bindings (none bind with STARPU_FUSING_KERNELS=off) */
 };
 
@@ -130,6 +132,38 @@ struct GroupMembers {
 	/* Uses of task m: [first_use[m], end_use(m)). */
 	std::size_t end_use(std::size_t m) const { return m + 1 < tasks.size() ? first_use[m + 1] : use_handles.size(); }
 
+	/* The phase member m is in (phase_starts), 0 without phases. */
+	std::size_t phase_of(std::size_t m) const
+	{
+		if (phase_starts.empty())
+			return 0;
+		return static_cast<std::size_t>(std::upper_bound(phase_starts.begin(), phase_starts.end(), m) - phase_starts.begin()) - 1;
+	}
+	/* The members m with keep[m], in their order, each with its uses; a
+	 * phase keeps its kept members together. */
+	GroupMembers subset(const std::vector<bool> &keep) const
+	{
+		GroupMembers kept;
+		kept.views = views;
+		std::size_t last_phase = 0;
+		for (std::size_t m = 0; m < tasks.size(); m++) {
+			if (!keep[m])
+				continue;
+			if (!phase_starts.empty() && (kept.tasks.empty() || phase_of(m) != last_phase))
+				kept.phase_starts.push_back(static_cast<unsigned>(kept.tasks.size()));
+			last_phase = phase_of(m);
+			kept.tasks.push_back(tasks[m]);
+			kept.first_use.push_back(static_cast<unsigned>(kept.use_handles.size()));
+			for (std::size_t u = first_use[m]; u < end_use(m); u++) {
+				kept.use_handles.push_back(use_handles[u]);
+				kept.use_modes.push_back(use_modes[u]);
+				if (!view_of_use.empty())
+					kept.view_of_use.push_back(view_of_use[u]);
+			}
+		}
+		return kept;
+	}
+
 	/* The same members, phase by phase (member m is in phase
 	 * phase_of[m] < phases), in their order within each phase, with
 	 * phase_starts set. */
@@ -157,12 +191,30 @@ struct GroupMembers {
 	}
 };
 
+/* A member whose termination a stand-in makes (end_dependency_stand_in.h):
+ * its merged task runs it, then releases the stand-in instead of running
+ * its callback and freeing it. */
+struct MemberStandIn {
+	struct starpu_task *member;
+	struct starpu_task *stand_in;
+};
+
 /* Submits members (at least one, all of context sched_ctx) as one task
- * through real_submit; predicted_us is NaN when unknown.  Returns the
- * number of distinct handles it has.  A refused submission stops the program
- * with a message: the members could not run. */
+ * through real_submit; predicted_us is NaN when unknown; stand_in, when
+ * given, names one of the members.  Returns the number of distinct handles
+ * it has.  A refused submission stops the program with a message: the
+ * members could not run. */
 std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predicted_us, const GroupReports &reports,
-		  SubmitFunction real_submit);
+		  SubmitFunction real_submit, const MemberStandIn *stand_in = nullptr);
+
+/* When member runs in a merged task submitted whose callback has not
+ * begun: that callback will release stand_in instead of terminating member
+ * (MemberStandIn), and handles and modes get member's uses as the window
+ * recorded them; true.  Else false (StarPU has member, or it has
+ * terminated).  Any thread; takes the registry's lock of merged tasks,
+ * a leaf lock, which their callbacks take first to claim their members. */
+bool stand_in_for_running_member(struct starpu_task *member, struct starpu_task *stand_in,
+				 std::vector<starpu_data_handle_t> &handles, std::vector<enum starpu_data_access_mode> &modes);
 
 /* True when task is a group's merged task. */
 bool is_group_task(const struct starpu_task *task);

@@ -50,6 +50,22 @@ void NamedMembers::submitted(const std::vector<struct starpu_task *> &members, s
 		retired_.push_back(merged);
 }
 
+void NamedMembers::stand_in(struct starpu_task *task, struct starpu_task *stand_in)
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	auto place = places_.find(task);
+	if (place == places_.end())
+		return;
+	struct starpu_task *merged = place->second.merged;
+	auto left = merged ? names_left_.find(merged) : names_left_.end();
+	if (left != names_left_.end() && --left->second == 0) {
+		names_left_.erase(left);
+		retired_.push_back(merged);
+	}
+	place->second.merged = stand_in;
+	names_left_[stand_in]++;
+}
+
 NamedMembers::Place NamedMembers::find(struct starpu_task *task) const
 {
 	if (!any_.load(std::memory_order_relaxed))

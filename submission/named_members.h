@@ -58,6 +58,10 @@ public:
 	 * (window lock held). */
 	void submitted(const std::vector<struct starpu_task *> &members, struct starpu_task *merged);
 	Place find(struct starpu_task *task) const;
+	/* The kept task is named by stand_in from now on, not by its merged
+	 * task (end_dependency_stand_in.h): stand_in is kept, and destroyed
+	 * once nothing names it and StarPU finished it. */
+	void stand_in(struct starpu_task *task, struct starpu_task *stand_in);
 	/* The program destroys, cleans, reinitialises or resubmits task: its
 	 * address may name another task from now on.  Destroys the merged
 	 * tasks that nothing can name any more and that StarPU has finished. */

@@ -109,6 +109,7 @@ SubmissionWindow::SubmissionWindow(const Limits &limits, Selector selected, Pred
 	reports_.names = &names_;
 	reports_.running_groups = &running_groups_;
 	reports_.retired = &retired_;
+	reports_.uncounted = &uncounted_;
 	order_.set_parent_of(tree_parent_of, this);
 	closer_ = std::thread([this] { close_periodically(); });
 }
@@ -229,6 +230,27 @@ void SubmissionWindow::exclude_from_deferral(starpu_data_handle_t handle)
 	any_excluded_.store(true, std::memory_order_release);
 }
 
+void SubmissionWindow::note_invalidation(starpu_data_handle_t handle)
+{
+	std::lock_guard<std::mutex> lock(excluded_mutex_);
+	if (invalidated_.insert(handle).second)
+		invalidated_count_.fetch_add(1, std::memory_order_release);
+}
+
+bool SubmissionWindow::follows_an_invalidation(const struct starpu_task *task)
+{
+	if (invalidated_count_.load(std::memory_order_acquire) == 0 || !task->cl)
+		return false;
+	bool follows = false;
+	std::lock_guard<std::mutex> lock(excluded_mutex_);
+	for (unsigned i = 0; i < STARPU_TASK_GET_NBUFFERS(task); i++)
+		if (invalidated_.erase(STARPU_TASK_GET_HANDLE(task, i)) != 0) {
+			invalidated_count_.fetch_sub(1, std::memory_order_release);
+			follows = true;
+		}
+	return follows;
+}
+
 int SubmissionWindow::submit(struct starpu_task *task)
 {
 	retired_.free_waiting();
@@ -241,7 +263,9 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	 * job (_starpu_get_job_associated_to_task in its expected-length
 	 * functions), which is not StarPU knowing the task. */
 	const bool known_to_starpu = task->starpu_private != nullptr;
-	const bool defer = deferrable(task, ctx, predicted_us, bytes, batched_kernel);
+	/* The first task on data the program invalidated goes to StarPU
+	 * (note_invalidation), deferrable or not: it consumes the mark. */
+	const bool defer = !follows_an_invalidation(task) && deferrable(task, ctx, predicted_us, bytes, batched_kernel);
 	/* A task that is not deferred follows the deferred tasks it conflicts
 	 * with (flush_conflicting_locked); one that accesses no data conflicts
 	 * with none, and needs not even the lock (DAHL submits five control

@@ -28,6 +28,7 @@
 #include "submission/held_data.h"
 #include "submission/named_members.h"
 #include "submission/retired_members.h"
+#include "submission/uncounted_members.h"
 #include "submission/merged_group.h"
 #include "submission/partition_trees.h"
 
@@ -97,6 +98,18 @@ public:
 	 * the window.  The waiting thread. */
 	void begin_wait();
 	void end_wait();
+	/* starpu_task_wait_for_n_submitted and _in_ctx, in a thread inside
+	 * a wait (between begin_wait and end_wait): returns what starpu_wait,
+	 * StarPU's wait for its own count, returns, once at most n of the
+	 * tasks submitted (in ctx, or in every context) have not terminated,
+	 * the members of each merged task counted (uncounted_members.h). */
+	int wait_for_n_submitted(bool every_context, unsigned ctx, unsigned n, const std::function<int(unsigned)> &starpu_wait);
+	/* What starpu_task_nsubmitted answers: StarPU's count, the members
+	 * it counts once in their merged tasks, and the tasks in the window. */
+	std::size_t submitted_not_terminated(std::size_t starpu_count) const
+	{
+		return starpu_count + uncounted_.total() + deferred_.load(std::memory_order_seq_cst);
+	}
 	/* A worker found no work: the closer thread hands StarPU what is worth
 	 * running now (close_periodically).  Never blocks (called from
 	 * pop_task). */
@@ -116,6 +129,12 @@ public:
 	 * partitioned with starpu_data_partition (its children alias it in
 	 * ways the order rule does not follow).  The thread partitioning. */
 	void exclude_from_deferral(starpu_data_handle_t handle);
+	/* The program invalidated handle (starpu_data_invalidate_submit,
+	 * _deinitialize_submit; interpose/interpose_invalidate.cpp): the next
+	 * task touching it is not deferred, so that StarPU has the handle's
+	 * next writer when the invalidation ends, as it would without the
+	 * window.  The invalidating thread, after flush(). */
+	void note_invalidation(starpu_data_handle_t handle);
 
 	/* Partition plans (interpose/interpose_partition.cpp; doc/design.md, section
 	 * 12).  The program's thread, or a callback's; never StarPU's own
@@ -169,6 +188,16 @@ public:
 	 * Never waits for a task to run.  Any thread but one in a scheduling
 	 * operation. */
 	struct starpu_task *task_for_dependency(struct starpu_task *task);
+	/* The program adds end dependencies to task after submitting it
+	 * (interpose/interpose_task_deps.cpp): when the window deferred task,
+	 * a stand-in terminates it from now on (end_dependency_stand_in.h,
+	 * window_end_dependencies.cpp), add_dependencies gives the stand-in
+	 * the program's dependencies before StarPU has it (it must not use
+	 * the window), and the stand-in is returned; null when task is not a
+	 * deferred task that has not terminated (StarPU has it).  Hands the
+	 * window over.  Any thread but one in a scheduling operation. */
+	struct starpu_task *stand_in_for_end_dependencies(struct starpu_task *task,
+							  const std::function<void(struct starpu_task *)> &add_dependencies);
 	/* The program destroys, cleans, reinitialises or resubmits task
 	 * (named_members.h).  Any thread. */
 	void forget(struct starpu_task *task) { names_.forget(task); }
@@ -300,6 +329,10 @@ private:
 	 * handles).  On true, ctx, predicted_us and bytes are set. */
 	bool deferrable(struct starpu_task *task, unsigned &ctx, double &predicted_us, std::uint64_t &bytes, bool &batched_kernel);
 	bool touches_excluded_data(const struct starpu_task *task);
+	/* Whether task touches a handle note_invalidation() named, which it
+	 * then no longer names.  Takes excluded_mutex_ when some handle is
+	 * named. */
+	bool follows_an_invalidation(const struct starpu_task *task);
 	/* The open group a task that continues no chain joins (number), or
 	 * -1 to open one (place()).  mutex_ held. */
 	template <typename Joinable>
@@ -387,6 +420,22 @@ private:
 	void place(struct starpu_task *task, unsigned ctx, double predicted_us, std::uint64_t bytes, bool batched_kernel);
 	bool full(const Group &group) const;
 	void submit_groups_through(std::size_t group_number);
+	/* Takes the oldest open group out of the window, runs the partition
+	 * calls placed before it, and puts a kernel group's members in phase
+	 * order: what submitting it needs.  mutex_ held. */
+	Group take_first_group_locked();
+	/* Submits members, out of the window already, as one merged task
+	 * (merged_group.h), and counts them out.  mutex_ held. */
+	void submit_members_locked(GroupMembers members, unsigned ctx, double predicted_us, const MemberStandIn *stand_in);
+	/* window_end_dependencies.cpp: the accesses a stand-in's dependents
+	 * conflict with, and the flush that hands first (members of an open
+	 * group's, out of the window, in context first_ctx, each predicted at
+	 * member_share_us), then every open group, each as the members that
+	 * depend on none of dependent's accesses and then those that do.
+	 * mutex_ held. */
+	class DependentAccesses;
+	void flush_apart_from_dependents_locked(GroupMembers first, unsigned first_ctx, double member_share_us,
+						DependentAccesses &dependent);
 	void flush_locked();
 	void flush_worth_running_locked();
 	/* Submits the groups opened STARPU_FUSING_MAX_DELAY ago or earlier;
@@ -401,7 +450,7 @@ private:
 	const Selector has_batched_kernel_;
 	const SubmissionCounter count_deferred_;
 	const ContextLoad &load_;
-	GroupReports reports_; /* names, running_groups, retired point at the members below */
+	GroupReports reports_; /* names, running_groups, retired, uncounted point at the members below */
 	const SubmitFunction real_submit_;
 	/* Chains fill one group each: a window holds up to this many tasks
 	 * before it is flushed whole. */
@@ -425,6 +474,10 @@ private:
 	std::mutex excluded_mutex_;
 	std::unordered_set<starpu_data_handle_t> excluded_; /* guarded by excluded_mutex_ */
 	std::atomic<bool> any_excluded_{false};
+	/* note_invalidation()'s handles whose next task has not come yet;
+	 * guarded by excluded_mutex_, with a count read without it. */
+	std::unordered_set<starpu_data_handle_t> invalidated_;
+	std::atomic<std::size_t> invalidated_count_{0};
 
 	/* Calls placed after every open group, for the next group to open (or
 	 * the end of the window); guarded by mutex_.  With no group open, the
@@ -459,6 +512,7 @@ private:
 	/* Ended members StarPU would have destroyed; freed in submit() and
 	 * end_wait(), by the thread that calls them (retired_members.h). */
 	RetiredMembers retired_;
+	UncountedMembers uncounted_;
 
 	std::atomic<std::uint64_t> tasks_deferred_{0};
 	std::atomic<std::uint64_t> groups_submitted_{0};

@@ -48,33 +48,44 @@ namespace fusing {
 void SubmissionWindow::submit_groups_through(std::size_t group_number)
 {
 	while (first_open_ <= group_number && !groups_.empty()) {
-		/* Taken out of the window before StarPU sees it: StarPU runs the
-		 * members' prologues when the merged task is ready, possibly
-		 * inside this submission, and what they submit re-enters the
-		 * window (same thread, mutex_ is recursive). */
-		Group group = std::move(groups_.front());
-		groups_.pop_front();
-		first_open_++;
-		run_calls_locked(std::move(group.calls_before));
-		const std::size_t count = group.members.tasks.size();
-		note_group_size(group.members);
+		Group group = take_first_group_locked();
 		const double predicted_us = group.unpredicted ? NAN : group.predicted_us;
-		submitting_groups_++;
-		/* A kernel group's phases run one after another, each in one
-		 * call: its members go phase by phase. */
-		if (group.phases.size() > 1)
-			group.members = group.members.in_phase_order(group.member_phase, static_cast<unsigned>(group.phases.size()));
-		const std::size_t nhandles = submit_group(std::move(group.members), group.sched_ctx, predicted_us, reports_, real_submit_);
-		submitting_groups_--;
-		/* Only now: flush() returns without the lock when nothing is
-		 * deferred, and must not return while a group is on its way to
-		 * StarPU (a program's acquisition overtook a merged task the
-		 * closer thread was submitting). */
-		deferred_.fetch_sub(count, std::memory_order_relaxed);
-		handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
-		groups_submitted_.fetch_add(1, std::memory_order_relaxed);
+		submit_members_locked(std::move(group.members), group.sched_ctx, predicted_us, nullptr);
 	}
 	clear_record_when_empty();
+}
+
+SubmissionWindow::Group SubmissionWindow::take_first_group_locked()
+{
+	/* Taken out of the window before StarPU sees it: StarPU runs the
+	 * members' prologues when the merged task is ready, possibly inside
+	 * its submission, and what they submit re-enters the window (same
+	 * thread, mutex_ is recursive). */
+	Group group = std::move(groups_.front());
+	groups_.pop_front();
+	first_open_++;
+	run_calls_locked(std::move(group.calls_before));
+	/* A kernel group's phases run one after another, each in one call:
+	 * its members go phase by phase. */
+	if (group.phases.size() > 1)
+		group.members = group.members.in_phase_order(group.member_phase, static_cast<unsigned>(group.phases.size()));
+	return group;
+}
+
+void SubmissionWindow::submit_members_locked(GroupMembers members, unsigned ctx, double predicted_us, const MemberStandIn *stand_in)
+{
+	const std::size_t count = members.tasks.size();
+	note_group_size(members);
+	submitting_groups_++;
+	const std::size_t nhandles = submit_group(std::move(members), ctx, predicted_us, reports_, real_submit_, stand_in);
+	submitting_groups_--;
+	/* Only now: flush() returns without the lock when nothing is
+	 * deferred, and must not return while a group is on its way to
+	 * StarPU (a program's acquisition overtook a merged task the closer
+	 * thread was submitting). */
+	deferred_.fetch_sub(count, std::memory_order_relaxed);
+	handles_submitted_.fetch_add(nhandles, std::memory_order_relaxed);
+	groups_submitted_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void SubmissionWindow::clear_record_when_empty()
@@ -232,6 +243,21 @@ void SubmissionWindow::begin_wait()
 	waiting_threads_.fetch_add(1, std::memory_order_relaxed);
 	std::lock_guard<std::recursive_mutex> lock(mutex_);
 	flush_locked();
+}
+
+/* Nothing is deferred during the wait (begin_wait flushed the window,
+ * and submit() defers nothing while a thread waits), so no merged task is
+ * submitted meanwhile and the members StarPU does not count only decrease.
+ * Once there are E <= n of them, StarPU's own wait for its count C to drop
+ * to n - E returns when the tasks not terminated number C + E' <= n - E + E
+ * = n.  While E > n, no count of StarPU's can be enough: the wait is for
+ * merged tasks to end. */
+int SubmissionWindow::wait_for_n_submitted(bool every_context, unsigned ctx, unsigned n,
+					   const std::function<int(unsigned)> &starpu_wait)
+{
+	uncounted_.wait_until_at_most(every_context, ctx, n);
+	const std::size_t uncounted = every_context ? uncounted_.total() : uncounted_.in(ctx);
+	return starpu_wait(n - static_cast<unsigned>(std::min<std::size_t>(uncounted, n)));
 }
 
 void SubmissionWindow::end_wait()

@@ -5,7 +5,8 @@
  * or tests/fusion/lws-when-busy.fusion: the name is the base policy, and
  * "-when-busy" keeps the default STARPU_FUSING_HOLD (fusion then depends on
  * timing, so tests check results only); otherwise STARPU_FUSING_HOLD=always
- * makes every fusable task wait for a batch.  A last "-poll" sets
+ * makes every fusable task wait for a batch.  Then "-ready" sets
+ * STARPU_FUSING_MODE=ready (ready-time fusion alone), and a last "-poll"
  * STARPU_FUSING_IDLE_WORKERS=poll (idle workers keep StarPU's polling). */
 #ifndef STARPU_FUSING_TESTS_POLICY_TEST_HPP
 #define STARPU_FUSING_TESTS_POLICY_TEST_HPP
@@ -20,6 +21,7 @@ struct TestedPolicy {
 	std::string base;
 	bool hold_always;
 	bool idle_workers_poll;
+	bool ready_mode; /* STARPU_FUSING_MODE=ready */
 };
 
 /* Whether name ends with suffix, then removed. */
@@ -31,13 +33,14 @@ inline bool strip_suffix(std::string &name, const std::string &suffix)
 	return true;
 }
 
-/* path: .../BASE[-when-busy][-poll][.extension] */
+/* path: .../BASE[-when-busy][-ready][-poll][.extension] */
 inline TestedPolicy tested_policy_from_file(std::string path, const std::string &extension)
 {
 	path = path.substr(path.find_last_of('/') + 1);
 	strip_suffix(path, extension);
-	TestedPolicy tested{path, true, false};
+	TestedPolicy tested{path, true, false, false};
 	tested.idle_workers_poll = strip_suffix(tested.base, "-poll");
+	tested.ready_mode = strip_suffix(tested.base, "-ready");
 	tested.hold_always = !strip_suffix(tested.base, "-when-busy");
 	return tested;
 }
@@ -56,6 +59,8 @@ inline void configure_tested_policy(const TestedPolicy &tested)
 		setenv("STARPU_FUSING_IDLE_WORKERS", "poll", 1);
 	else
 		unsetenv("STARPU_FUSING_IDLE_WORKERS");
+	if (tested.ready_mode)
+		setenv("STARPU_FUSING_MODE", "ready", 1);
 }
 
 /* The watchdog: watchdog_arm(name, seconds) before a test, watchdog_disarm()

@@ -10,9 +10,7 @@
  *
  * Usage: test_program_api BASE[-when-busy][.api].  "native-BASE" runs the
  * same programs under StarPU's BASE alone: the expectations are StarPU's. */
-#include "cmocka.hpp"
-#include "policy_test.hpp"
-#include "starpu_fusing.h"
+#include "program_api.hpp"
 #include "test_codelets.hpp"
 
 #include <starpu.h>
@@ -31,22 +29,13 @@
 #include <cstring>
 #include <string>
 
+using namespace program_api;
+
 namespace {
 
-bool native = false; /* StarPU's base alone, no fusing */
 std::string tested_base;
 
 /* ------------------------------------------------------------ codelets */
-
-long &value_of(void *buffer)
-{
-	return *reinterpret_cast<long *>(STARPU_VARIABLE_GET_PTR(buffer));
-}
-
-void add_one(void **buffers, void *)
-{
-	value_of(buffers[0]) += 1;
-}
 
 void double_it(void **buffers, void *)
 {
@@ -59,15 +48,6 @@ void copy_plus_one(void **buffers, void *)
 	value_of(buffers[0]) = value_of(buffers[1]) + 1;
 }
 
-std::atomic<bool> release_blocker{false};
-std::atomic<bool> blocker_running{false};
-void block(void **, void *)
-{
-	blocker_running = true;
-	while (!release_blocker)
-		sched_yield();
-}
-
 /* Reports the memory node StarPU gives for each of its buffers. */
 std::atomic<int> nodes_seen[2];
 void record_data_nodes(void **, void *)
@@ -76,41 +56,8 @@ void record_data_nodes(void **, void *)
 		nodes_seen[i] = starpu_task_get_current_data_node(i);
 }
 
-struct starpu_codelet codelet(void (*function)(void **, void *), int nbuffers, const char *name)
-{
-	struct starpu_codelet cl;
-	starpu_codelet_init(&cl);
-	cl.cpu_funcs[0] = function;
-	cl.nbuffers = nbuffers;
-	for (int b = 0; b < nbuffers; b++)
-		cl.modes[b] = STARPU_RW;
-	cl.name = name;
-	return cl;
-}
-
-/* A codelet with one buffer per mode given. */
-struct starpu_codelet codelet(void (*function)(void **, void *), const char *name,
-			      std::initializer_list<enum starpu_data_access_mode> modes)
-{
-	struct starpu_codelet cl = codelet(function, static_cast<int>(modes.size()), name);
-	int b = 0;
-	for (enum starpu_data_access_mode mode : modes)
-		cl.modes[b++] = mode;
-	return cl;
-}
-
-/* Keeps the calling worker busy for us microseconds. */
-void spin_for_us(double us)
-{
-	const double started_us = starpu_timing_now();
-	while (starpu_timing_now() - started_us < us)
-		;
-}
-
-struct starpu_codelet add_one_cl = codelet(add_one, 1, "add_one");
 struct starpu_codelet double_cl = codelet(double_it, 1, "double_it");
 struct starpu_codelet copy_plus_one_cl = codelet(copy_plus_one, "copy_plus_one", {STARPU_W, STARPU_R});
-struct starpu_codelet blocker_cl = codelet(block, 0, "blocker");
 struct starpu_codelet data_nodes_cl = codelet(record_data_nodes, "data_nodes", {STARPU_R, STARPU_R});
 /* A control task on data: StarPU runs nothing and terminates it as soon as
  * it is ready, inside the submission when it is ready at once (1.3). */
@@ -120,66 +67,6 @@ struct starpu_codelet nowhere_cl = [] {
 	cl.modes[0] = STARPU_R;
 	return cl;
 }();
-
-/* ------------------------------------------------------------ set-up */
-
-struct Variable {
-	long value = 0;
-	starpu_data_handle_t handle = nullptr;
-	void reg(long initial)
-	{
-		value = initial;
-		starpu_variable_data_register(&handle, STARPU_MAIN_RAM, reinterpret_cast<uintptr_t>(&value), sizeof(value));
-	}
-};
-
-void start(const char *test, unsigned ncpus)
-{
-	watchdog_arm(test, 60);
-	setenv("STARPU_NCPU", std::to_string(ncpus).c_str(), 1);
-	struct starpu_conf conf;
-	starpu_conf_init(&conf);
-	if (!native)
-		conf.sched_policy = starpu_fusing_policy();
-	assert_int_equal(starpu_init(&conf), 0);
-}
-
-void finish()
-{
-	starpu_shutdown();
-	watchdog_disarm();
-}
-
-/* Occupies a worker until unblock(): while every worker is busy, nothing
- * makes the window hand its groups over before the program's next call. */
-struct starpu_task *occupy_a_worker()
-{
-	release_blocker = blocker_running = false;
-	struct starpu_task *blocker = starpu_task_create();
-	blocker->cl = &blocker_cl;
-	blocker->detach = 0; /* waited for: never deferred */
-	assert_int_equal(starpu_task_submit(blocker), 0);
-	while (!blocker_running)
-		sched_yield();
-	return blocker;
-}
-
-void unblock(struct starpu_task *blocker)
-{
-	release_blocker = true;
-	assert_int_equal(starpu_task_wait(blocker), 0);
-}
-
-int submit_on(struct starpu_codelet *cl, starpu_data_handle_t handle, void (*callback)(void *) = nullptr,
-	      void *callback_arg = nullptr)
-{
-	struct starpu_task *task = starpu_task_create();
-	task->cl = cl;
-	task->handles[0] = handle;
-	task->callback_func = callback;
-	task->callback_arg = callback_arg;
-	return starpu_task_submit(task);
-}
 
 /* ------------------------------------------------ 1. submissions during waits
  * A chain where each task's callback submits the next: StarPU counts the
@@ -2250,18 +2137,8 @@ int main(int argc, char **argv)
 		std::fprintf(stderr, "usage: %s [native-]BASE[-when-busy][.api]\n", argv[0]);
 		return 99;
 	}
-	TestedPolicy tested = tested_policy_from_file(argv[1], ".api");
-	tested_base = tested.base;
-	const std::string native_prefix = "native-";
-	if (tested.base.compare(0, native_prefix.size(), native_prefix) == 0) {
-		native = true;
-		setenv("STARPU_SCHED", tested.base.substr(native_prefix.size()).c_str(), 1);
-	} else {
-		configure_tested_policy(tested);
-		if (!getenv("STARPU_FUSING_MODE"))
-			setenv("STARPU_FUSING_MODE", "both", 1);
-		setenv("STARPU_FUSING_MAX_DELAY", "10s", 1);
-	}
+	configure_program_test(argv[1], ".api");
+	tested_base = tested_policy_from_file(argv[1], ".api").base;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(api_callback_chain_during_wait_for_all),
 		cmocka_unit_test(api_callback_chain_during_wait_for_n_submitted),
