@@ -36,6 +36,7 @@ const char *unfused_reason_text(UnfusedReason reason)
 	case UnfusedReason::predicted_above_max_task: return "predicted above STARPU_FUSING_MAX_TASK, no batched kernel";
 	case UnfusedReason::family_not_selected: return "excluded by STARPU_FUSING_ONLY/EXCLUDE";
 	case UnfusedReason::writes_data_without_value: return "writes data that has no valid value yet";
+	case UnfusedReason::outranks_ready_work: return "ready work of lower priority waited";
 	case UnfusedReason::count_: break;
 	}
 	return "?";

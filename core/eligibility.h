@@ -41,6 +41,7 @@ enum class UnfusedReason {
 	predicted_above_max_task, /* decided at readiness: generic execution would save too little */
 	family_not_selected,  /* STARPU_FUSING_ONLY / STARPU_FUSING_EXCLUDE */
 	writes_data_without_value, /* decided at readiness: see Engine::on_task_ready */
+	outranks_ready_work,  /* decided at submission or readiness: lower-priority ready work waits */
 	count_
 };
 

@@ -5,18 +5,6 @@
 
 namespace fusing {
 
-int priority_bucket(int priority)
-{
-	if (priority == 0)
-		return 0;
-	/* |INT_MIN| does not fit an int: widen first. */
-	long long magnitude = priority < 0 ? -static_cast<long long>(priority) : priority;
-	int bucket = 1;
-	while (magnitude >>= 1)
-		bucket++;
-	return priority < 0 ? -bucket : bucket;
-}
-
 Family::Family(const FamilyKey &family_key, const std::string &codelet_name)
 	: key(family_key), name("fused:" + codelet_name)
 {

@@ -17,17 +17,14 @@
 
 #include <atomic>
 #include <cmath>
+#include "core/waiting_priorities.h"
+
 #include <cstdint>
 #include <string>
 #include <tuple>
 #include <unordered_set>
 
 namespace fusing {
-
-/* 0 for priority 0, else ±(1 + floor(log2 |priority|)): at most 64 buckets
- * over the whole int range, and priorities 2^k .. 2^(k+1)-1 share one.
- * Pure. */
-int priority_bucket(int priority);
 
 struct FamilyKey {
 	const struct starpu_codelet *codelet;

@@ -9,6 +9,8 @@
 #include "core/member_run.h"
 #include "core/merged_task_buffers.h"
 #include "core/stats.h"
+#include "core/starpu_functions.h"
+#include "core/waiting_priorities.h"
 
 #include <algorithm>
 #include <cmath>
@@ -32,7 +34,12 @@ struct RunningBatch {
 	double predicted_us;  /* NaN when unknown; read by StarPU through merged_model */
 	double exec_us = 0.0; /* written by run_batch, read by finish_batch */
 	KernelBinding *kernel = nullptr; /* without batched: a kernel pack entry bound to the codelet */
+	int priority = 0;     /* the merged task's */
+	bool started = false; /* some run_batch began: its members no longer wait (ReadyWorkPriorities) */
 };
+
+using Submit = int (*)(struct starpu_task *);
+void submit_batch(RunningBatch *batch, Submit submit);
 
 /* Folds member_us into the family's online estimate (for codelets StarPU
  * has no model for) and marks the family measured; the running worker. */
@@ -69,12 +76,35 @@ struct TaskBufferViews {
  * Calls the codelet's batched implementation once, or the bound kernel,
  * or else each member's own CPU function with its buffers, in the order
  * the members became ready. */
+/* A task of higher priority than the batch waits: members [next, end) go
+ * to a batch of their own, which StarPU schedules like any task, and this
+ * one ends after member next - 1 (waiting_priorities.h).  The members are
+ * StarPU's tasks, held: each terminates when its own batch's callback
+ * releases it.  The worker, between two members. */
+void continue_in_another_batch(RunningBatch *batch, std::size_t next)
+{
+	const std::size_t count = batch->members.size();
+	RunningBatch *rest = new RunningBatch{batch->family,
+					      std::vector<BorrowedTask *>(batch->members.begin() + static_cast<long>(next), batch->members.end()),
+					      {}, std::nullopt, batch->reports, batch->predicted_us * double(count - next) / double(count)};
+	rest->kernel = batch->kernel;
+	rest->priority = batch->priority;
+	rest->started = true;
+	batch->members.resize(next);
+	submit_batch(rest, starpu_own_task_submit);
+}
+
 void run_batch(void *buffers[], void *arg)
 {
 	RunningBatch *batch = static_cast<RunningBatch *>(arg);
-	const std::size_t ntasks = batch->members.size();
+	std::size_t ntasks = batch->members.size();
 	for (BorrowedTask *member : batch->members)
 		member->await_handover();
+	if (!batch->started) {
+		batch->started = true;
+		for (BorrowedTask *member : batch->members)
+			batch->reports.priorities->waiting.remove(member->task()->priority);
+	}
 	double start_us = starpu_timing_now();
 	if (batch->batched) {
 		/* One call for the whole batch: per-task views of the buffers. */
@@ -93,6 +123,11 @@ void run_batch(void *buffers[], void *arg)
 	} else {
 		std::vector<void *> member_buffers(batch->family->key.nbuffers);
 		for (std::size_t i = 0; i < ntasks; i++) {
+			if (i > 0 && batch->reports.priorities->higher_priority_waits(batch->priority)) {
+				continue_in_another_batch(batch, i);
+				ntasks = i;
+				break;
+			}
 			for (unsigned b = 0; b < member_buffers.size(); b++)
 				member_buffers[b] = buffers[batch->buffer_of_use[i * member_buffers.size() + b]];
 			run_member(batch->members[i]->task(), member_buffers.data(), ntasks, &batch->buffer_of_use[i * member_buffers.size()]);
@@ -176,19 +211,38 @@ bool is_merged_task(const struct starpu_task *task)
 
 void submit_merged_task(Family &family, std::vector<BorrowedTask *> members, const MergedTaskReports &reports)
 {
-	const unsigned nbuffers = family.key.nbuffers;
-	const std::size_t total = members.size() * nbuffers;
-
 	double predicted_member_us = family.predicted_member_us.load(std::memory_order_relaxed);
-	RunningBatch *batch = new RunningBatch{&family, std::move(members), {}, std::nullopt, reports,
-					       predicted_member_us * double(total / nbuffers)};
-	int priority = batch->members.front()->task()->priority;
+	const std::size_t count = members.size();
+	RunningBatch *batch = new RunningBatch{&family, std::move(members), {}, std::nullopt, reports, predicted_member_us * double(count)};
+	batch->priority = batch->members.front()->task()->priority;
+	for (BorrowedTask *member : batch->members) {
+		member->lend_callback();
+		batch->priority = std::max(batch->priority, member->task()->priority);
+	}
+	batch->batched = batched_implementation_for(family.key.codelet);
+	if (!batch->batched && reports.kernels) {
+		std::vector<enum starpu_data_access_mode> modes(family.key.nbuffers);
+		for (unsigned b = 0; b < family.key.nbuffers; b++)
+			modes[b] = batch->members.front()->mode(b);
+		batch->kernel = reports.kernels->binding_for(family.key.codelet, modes);
+	}
+	submit_batch(batch, starpu_task_submit);
+}
+
+namespace {
+
+/* Gives batch its task (its members' buffers, each handle once) and submits
+ * it through submit: the program's starpu_task_submit from the flusher, or
+ * StarPU's own from a worker handing a batch's last members on. */
+void submit_batch(RunningBatch *batch, Submit submit)
+{
+	Family &family = *batch->family;
+	const unsigned nbuffers = family.key.nbuffers;
+	const std::size_t total = batch->members.size() * nbuffers;
 	std::vector<starpu_data_handle_t> use_handles(total);
 	std::vector<enum starpu_data_access_mode> use_modes(total);
 	for (std::size_t m = 0; m < batch->members.size(); m++) {
 		BorrowedTask *member = batch->members[m];
-		member->lend_callback();
-		priority = std::max(priority, member->task()->priority);
 		for (unsigned b = 0; b < nbuffers; b++) {
 			use_handles[m * nbuffers + b] = member->handle(b);
 			use_modes[m * nbuffers + b] = member->mode(b);
@@ -196,20 +250,13 @@ void submit_merged_task(Family &family, std::vector<BorrowedTask *> members, con
 	}
 	auto merged = merge_buffers(use_handles, use_modes);
 	batch->buffer_of_use = std::move(merged.index_of_use);
-	batch->batched = batched_implementation_for(family.key.codelet);
-	if (!batch->batched && reports.kernels) {
-		std::vector<enum starpu_data_access_mode> modes(nbuffers);
-		for (unsigned b = 0; b < nbuffers; b++)
-			modes[b] = batch->members.front()->mode(b);
-		batch->kernel = reports.kernels->binding_for(family.key.codelet, modes);
-	}
 
 	struct starpu_task *task = starpu_task_create();
 	task->cl = std::isnan(batch->predicted_us) ? &family.merged_codelet_without_prediction : &family.merged_codelet;
 	task->name = family.name.c_str();
 	give_buffers(task, merged.handles, merged.modes);
 	task->sequential_consistency = 0;
-	task->priority = priority;
+	task->priority = batch->priority;
 	task->sched_ctx = family.key.sched_ctx;
 	task->detach = 1;
 	task->destroy = 1;
@@ -217,7 +264,7 @@ void submit_merged_task(Family &family, std::vector<BorrowedTask *> members, con
 	task->callback_func = finish_batch;
 	task->callback_arg = batch;
 
-	int ret = starpu_task_submit(task);
+	int ret = submit(task);
 	if (ret != 0) {
 		std::fprintf(stderr, "starpu-fusing: StarPU refused the batch task %s of %zu tasks (error %d: %s); "
 			     "its tasks cannot run, stopping\n",
@@ -225,5 +272,7 @@ void submit_merged_task(Family &family, std::vector<BorrowedTask *> members, con
 		std::abort();
 	}
 }
+
+} // namespace
 
 } // namespace fusing

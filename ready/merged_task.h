@@ -23,6 +23,7 @@ class BatchTrace;
 class CodeletObservations;
 class KernelBindings;
 class Statistics;
+struct ReadyWorkPriorities;
 
 /* Where a merged task reports what it measured: the online estimate, and
  * the statistics (null when STARPU_FUSING_STATS is off).  Both outlive
@@ -32,6 +33,7 @@ struct MergedTaskReports {
 	Statistics *stats; /* null when STARPU_FUSING_STATS is off */
 	BatchTrace *trace; /* null without STARPU_FUSING_TRACE */
 	KernelBindings *kernels; /* the kernel pack's bindings (none bind with STARPU_FUSING_KERNELS=off) */
+	ReadyWorkPriorities *priorities; /* the engine's: ready and running work by priority */
 };
 
 /* Prepares family.merged_codelet (called once per family). */

@@ -142,7 +142,7 @@ Engine::Engine(const Config &config)
 		targets_, config_.max_delay_us, caps_, load_, observations_,
 		[this](const struct starpu_codelet *cl) { return names_.of(cl); }, cpu_relative_speedup);
 	flusher_ = std::make_unique<Flusher>(*collector_,
-					     MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), &kernels_});
+					     MergedTaskReports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), &kernels_, &priorities_});
 	start_submission_window();
 }
 
@@ -176,7 +176,7 @@ void Engine::start_submission_window()
 	SubmissionWindow::SubmissionCounter count_deferred;
 	if (config_.print_stats)
 		count_deferred = [this](struct starpu_task *task) { stats_.record_submitted(task->cl, names_.of(task->cl)); };
-	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr, nullptr, nullptr, &kernels_};
+	const GroupReports reports{&observations_, config_.print_stats ? &stats_ : nullptr, trace_.get(), nullptr, nullptr, nullptr, nullptr, &kernels_, &priorities_};
 	window_ = std::make_unique<SubmissionWindow>(limits, selected, predict, batched, count_deferred, load_, reports,
 						     starpu_own_task_submit);
 	set_active_submission_window(window_.get());
@@ -289,11 +289,16 @@ void Engine::on_task_ready(BorrowedTask &borrowed)
 	 * writer keeps the lock until it has written, as under StarPU alone. */
 	if (writes_data_without_a_valid_copy(borrowed))
 		return record_unfused(task->cl, UnfusedReason::writes_data_without_value);
+	/* Ready work of lower priority waits (queued, or held) or runs: held,
+	 * the task would wait for its batch meanwhile (waiting_priorities.h). */
+	if (priorities_.lower_priority_work(task->priority))
+		return record_unfused(task->cl, UnfusedReason::outranks_ready_work);
 
 	/* Outside the collector's lock: on a multi-node machine, a page query
 	 * per buffer. */
 	const int numa_node = group_by_numa_node_ ? numa_node_of_task(task, node_of_address) : -1;
 	borrowed.hold();
+	priorities_.waiting.add(task->priority); /* until its batch starts (merged_task.cpp) */
 	collector_->add(borrowed, family_of(borrowed, numa_node), predicted_us, bytes);
 	/* A worker may have gone idle between the busy check above and now:
 	 * it found nothing to pop while buffered() was still 0. */
@@ -321,20 +326,23 @@ double Engine::predict_member_us(struct starpu_task *task)
 void Engine::on_task_finished(const struct starpu_task *task, unsigned sched_ctx)
 {
 	load_.running[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
+	priorities_.running.remove(task->priority);
 	if (timed_task == task) {
 		timed_task = nullptr;
 		observations_.record_member_us(task->cl, starpu_timing_now() - timed_task_start_us);
 	}
 }
 
-void Engine::on_pushing_to_base(unsigned sched_ctx)
+void Engine::on_pushing_to_base(unsigned sched_ctx, int priority)
 {
 	load_.queued_not_started[sched_ctx].fetch_add(1, std::memory_order_relaxed);
+	priorities_.waiting.add(priority);
 }
 
-void Engine::on_push_refused(unsigned sched_ctx)
+void Engine::on_push_refused(unsigned sched_ctx, int priority)
 {
 	load_.queued_not_started[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
+	priorities_.waiting.remove(priority);
 }
 
 void Engine::on_task_starting(const struct starpu_task *task, unsigned sched_ctx)
@@ -350,10 +358,12 @@ void Engine::on_task_starting(const struct starpu_task *task, unsigned sched_ctx
 	if (task->cl && !std::isnan(task->predicted) && !is_merged_task(task))
 		observations_.note_base_predicts(task->cl);
 	load_.running[sched_ctx].fetch_add(1, std::memory_order_relaxed);
+	priorities_.running.add(task->priority);
 	/* Tasks bound to a worker bypass push_task, so were never counted. */
 	if (task->execute_on_a_specific_worker)
 		return;
 	load_.queued_not_started[sched_ctx].fetch_sub(1, std::memory_order_relaxed);
+	priorities_.waiting.remove(task->priority);
 	if (collector_->buffered() != 0 && !load_.every_worker_busy(sched_ctx))
 		request_flush(sched_ctx);
 }
@@ -372,8 +382,16 @@ void Engine::on_worker_found_nothing(unsigned sched_ctx)
 		 * waited behind them (perf, stencil 64 wide on 2 cores: 15.6% of
 		 * the time in _starpu_get_worker_task against 2.9% under lws; the
 		 * yield took the run from 0.231 to 0.200 s, lws 0.175 s).  With a
-		 * free core it returns at once. */
+		 * free core it returns at once.  Relaxed, as for any wait inside a
+		 * scheduling operation: a thread pushing to this worker's queue
+		 * waits until StarPU may observe the worker (starpu_worker_lock,
+		 * 1.3 and 1.4), and a yielding worker may not run again for a
+		 * scheduler period (the program's push of a high-priority task
+		 * under MODE=ready waited 5 ms for it, while 110 low-priority
+		 * tasks started: promises_high_priority_task_overtakes_queued_work). */
+		starpu_worker_relax_on();
 		std::this_thread::yield();
+		starpu_worker_relax_off();
 	} else if (config_.print_stats)
 		idle_with_nothing_held_.fetch_add(1, std::memory_order_relaxed);
 }

@@ -26,6 +26,7 @@
 #define STARPU_FUSING_SCHED_ENGINE_H
 
 #include "core/admission.h"
+#include "core/waiting_priorities.h"
 #include "ready/batch_collector.h"
 #include "core/batch_trace.h"
 #include "ready/borrowed_task.h"
@@ -61,10 +62,11 @@ public:
 
 	/* submit_hook: the submitting thread. */
 	void on_submit(struct starpu_task *task);
-	/* push_task, before the base policy gets task: any thread. */
-	void on_pushing_to_base(unsigned sched_ctx);
+	/* push_task, before the base policy gets a task of this priority:
+	 * any thread. */
+	void on_pushing_to_base(unsigned sched_ctx, int priority);
 	/* push_task, when the base policy refused it. */
-	void on_push_refused(unsigned sched_ctx);
+	void on_push_refused(unsigned sched_ctx, int priority);
 	/* pre_exec_hook: the worker about to run task. */
 	void on_task_starting(const struct starpu_task *task, unsigned sched_ctx);
 	/* post_exec_hook: the worker that ran task. */
@@ -131,6 +133,7 @@ private:
 	CodeletObservations observations_;
 	KernelBindings kernels_; /* STARPU_FUSING_KERNELS's entries */
 	ContextLoad load_;
+	ReadyWorkPriorities priorities_;
 	std::unique_ptr<BatchCollector> collector_;
 	std::unique_ptr<Flusher> flusher_;
 	/* Set when submission-time fusion runs (STARPU_FUSING_MODE); last: it

@@ -88,12 +88,13 @@ int push_task(struct starpu_task *task)
 	/* Counted before the push: once pushed, the task may start (and be
 	 * freed) before push_task returns. */
 	const unsigned sched_ctx = task->sched_ctx;
+	const int priority = task->priority;
 	Engine *e = current_engine();
 	if (e)
-		e->on_pushing_to_base(sched_ctx);
+		e->on_pushing_to_base(sched_ctx, priority);
 	int ret = base->push_task(task);
 	if (e && ret != 0)
-		e->on_push_refused(sched_ctx);
+		e->on_push_refused(sched_ctx, priority);
 	else if (e && e->idle_workers_sleep())
 		idle_workers::pushed();
 	return ret;

@@ -9,7 +9,9 @@
 #include "core/current_member.h"
 #include "core/member_run.h"
 #include "core/merged_task_buffers.h"
+#include "core/starpu_functions.h"
 #include "core/stats.h"
+#include "core/waiting_priorities.h"
 #include "kernels/kernel_binding.h"
 #include "submission/end_dependency_stand_in.h"
 #include "submission/named_members.h"
@@ -67,16 +69,26 @@ struct RunningGroup {
 	std::size_t member_count = 0; /* members.size() when submitted (finish_group shrinks members) */
 	double exec_us = 0.0;
 	struct starpu_task *merged = nullptr; /* the task StarPU runs in the members' place */
+	/* The task running the members now: merged, or a continuation of it
+	 * (continue_in_another_task); written by the worker running it. */
+	struct starpu_task *running = nullptr;
+	/* The first member (or phase, in phases) the running task runs:
+	 * written before a continuation is submitted, read when it runs. */
+	std::size_t resume_at = 0;
+	bool may_give_way = false; /* no STARPU_REDUX access (continue_in_another_task) */
 	/* member m's buffer b is the merged task's buffer_of_use[first_use[m] + b] */
 	const unsigned *merged_buffers_of(std::size_t m) const { return buffer_of_use.data() + first_use[m]; }
 	/* Whether member m uses only handles StarPU still has (no child view:
 	 * run_member's handles_registered). */
 	bool handles_registered(std::size_t m) const { return has_view.empty() || !has_view[m]; }
-	/* Runs member m's own function on buffers (member_run.h). */
+	/* Runs member m's own function on buffers (member_run.h); the running
+	 * task stands for it in what it declares on itself. */
 	void run_alone(std::size_t m, void **buffers) const
 	{
-		run_member(members[m], buffers, members.size(), merged_buffers_of(m), merged, handles_registered(m));
+		run_member(members[m], buffers, members.size(), merged_buffers_of(m), running, handles_registered(m));
 	}
+	/* A task of higher priority waits (waiting_priorities.h). */
+	bool gives_way() const { return may_give_way && reports.priorities->higher_priority_waits(merged->priority); }
 };
 
 /* The merged tasks submitted whose callback has not begun, for a program
@@ -223,9 +235,60 @@ void run_phase(RunningGroup &group, Phase &phase, std::vector<void *> &uses)
 				record_in_starpu_profiling(group.members[m], start_us, end_us);
 }
 
+/* A continuation's callback: the task it continued may terminate. */
+void end_continued_task(void *continued)
+{
+	starpu_own_task_end_dep_release(static_cast<struct starpu_task *>(continued));
+}
+
+/* A task of higher priority waits (waiting_priorities.h): the members from
+ * next on (phases, in a kernel group) go to a continuation, a task on the
+ * same data that StarPU schedules like any other, and the running task
+ * ends after this one without terminating: an end dependency, released by
+ * the continuation's callback, holds back its termination (so what depends
+ * on its members, and the members' callbacks in finish_group) until every
+ * member ran.  The continuation has sequential consistency off: the running
+ * task's dependents wait for that termination, not for its data, which it
+ * takes once the running task let it go, as a ready-time batch does.  A
+ * handle the running task only wrote is read and written by the
+ * continuation: earlier members may have written it.  The worker, between
+ * two members. */
+void continue_in_another_task(RunningGroup *group, std::size_t next)
+{
+	struct starpu_task *running = group->running;
+	starpu_own_task_end_dep_add(running, 1);
+	const unsigned nbuffers = STARPU_TASK_GET_NBUFFERS(running);
+	std::vector<starpu_data_handle_t> handles(nbuffers);
+	std::vector<enum starpu_data_access_mode> modes(nbuffers);
+	for (unsigned b = 0; b < nbuffers; b++) {
+		handles[b] = STARPU_TASK_GET_HANDLE(running, b);
+		const enum starpu_data_access_mode mode = STARPU_TASK_GET_MODE(running, b);
+		modes[b] = (mode & STARPU_W) ? STARPU_RW : mode;
+	}
+	struct starpu_task *continuation = starpu_task_create();
+	continuation->cl = running->cl;
+	continuation->name = running->name;
+	give_buffers(continuation, handles, modes);
+	continuation->sequential_consistency = 0;
+	continuation->priority = running->priority;
+	continuation->sched_ctx = running->sched_ctx;
+	continuation->cl_arg = group;
+	continuation->callback_func = end_continued_task;
+	continuation->callback_arg = running;
+	group->resume_at = next;
+	const int ret = starpu_own_task_submit(continuation);
+	if (ret != 0) {
+		std::fprintf(stderr, "starpu-fusing: StarPU refused the continuation of a merged task (error %d: %s); "
+			     "its members cannot run, stopping\n", ret, std::strerror(-ret));
+		std::abort();
+	}
+}
+
 void run_group(void *buffers[], void *arg)
 {
 	RunningGroup *group = static_cast<RunningGroup *>(arg);
+	/* StarPU's own answer: no member runs on this thread yet. */
+	group->running = starpu_task_get_current();
 	const std::size_t ntasks = group->members.size();
 	std::vector<void *> uses(group->buffer_of_use.size());
 	for (std::size_t u = 0; u < uses.size(); u++)
@@ -234,26 +297,37 @@ void run_group(void *buffers[], void *arg)
 	if (!group->views.empty())
 		build_child_views(*group, buffers, view_storage, uses);
 	const double start_us = starpu_timing_now();
+	const std::size_t first = group->resume_at;
+	std::size_t ran = 0;
 	if (!group->phases.empty()) {
-		for (Phase &phase : group->phases)
-			run_phase(*group, phase, uses);
-	} else if (group->one_codelet) {
-		for (std::size_t i = 0; i < ntasks; i++)
-			group->run_alone(i, uses.data() + group->first_use[i]);
+		for (std::size_t p = first; p < group->phases.size(); p++) {
+			if (p > first && group->gives_way()) {
+				continue_in_another_task(group, p);
+				break;
+			}
+			run_phase(*group, group->phases[p], uses);
+			ran += group->phases[p].end - group->phases[p].begin;
+		}
 	} else {
-		/* Several codelets: each member's time goes to its own codelet. */
-		for (std::size_t i = 0; i < ntasks; i++) {
+		for (std::size_t i = first; i < ntasks; i++) {
+			if (i > first && group->gives_way()) {
+				continue_in_another_task(group, i);
+				break;
+			}
 			const double member_start_us = starpu_timing_now();
 			group->run_alone(i, uses.data() + group->first_use[i]);
-			group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
+			/* Several codelets: each member's time goes to its own codelet. */
+			if (!group->one_codelet)
+				group->reports.observations->record_member_us(group->members[i]->cl, starpu_timing_now() - member_start_us);
+			ran++;
 		}
 	}
 	const double end_us = starpu_timing_now();
-	group->exec_us = end_us - start_us;
-	if (group->phases.empty() && group->one_codelet)
-		group->reports.observations->record_member_us(group->members[0]->cl, group->exec_us / double(ntasks));
+	group->exec_us += end_us - start_us;
+	if (group->phases.empty() && group->one_codelet && ran > 0)
+		group->reports.observations->record_member_us(group->members[0]->cl, (end_us - start_us) / double(ran));
 	if (group->reports.trace)
-		group->reports.trace->record(starpu_worker_get_id(), start_us, end_us, ntasks, "submission", codelet_names(group->members));
+		group->reports.trace->record(starpu_worker_get_id(), start_us, end_us, ran, "submission", codelet_names(group->members));
 }
 
 /* StarPU calls it when the merged task becomes ready (in _starpu_push_task),
@@ -515,6 +589,8 @@ std::size_t submit_group(GroupMembers members, unsigned sched_ctx, double predic
 		task->prologue_callback_arg = group;
 	}
 	group->merged = task;
+	group->may_give_way = std::none_of(group->use_modes.begin(), group->use_modes.end(),
+					   [](enum starpu_data_access_mode mode) { return (mode & STARPU_REDUX) != 0; });
 	group->sched_ctx = sched_ctx;
 	group->member_count = group->members.size();
 	if (NamedMembers::any_kept(group->members)) {

@@ -42,6 +42,7 @@ class NamedMembers;
 class RetiredMembers;
 class Statistics;
 class UncountedMembers;
+struct ReadyWorkPriorities;
 
 struct GroupReports {
 	CodeletObservations *observations;
@@ -52,6 +53,7 @@ struct GroupReports {
 	RetiredMembers *retired;                  /* the window's: ended members to free */
 	UncountedMembers *uncounted;              /* the window's: members StarPU does not count */
 	KernelBindings *kernels; /* the kernel pack's bindings (none bind with STARPU_FUSING_KERNELS=off) */
+	ReadyWorkPriorities *priorities; /* the engine's: ready and running work by priority */
 };
 
 using SubmitFunction = int (*)(struct starpu_task *);

@@ -36,6 +36,7 @@
 #include "build_config.h"
 #include "core/eligibility.h"
 #include "core/task_interfaces.h"
+#include "core/waiting_priorities.h"
 #include "submission/access_modes.h"
 #include "submission/starpu_code.h"
 #include "submission/window_internal.h"
@@ -173,6 +174,10 @@ bool SubmissionWindow::deferrable(struct starpu_task *task, unsigned &ctx, doubl
 	}
 	if (load_.cpu_workers[ctx].load(std::memory_order_relaxed) == 0)
 		return false;
+	/* Ready work of lower priority waits or runs: deferred, the task
+	 * would wait for its group meanwhile (core/waiting_priorities.h). */
+	if (reports_.priorities->lower_priority_work(task->priority))
+		return false;
 	if (touches_excluded_data(task))
 		return false;
 	/* The model may read the task's interfaces, which StarPU has not
@@ -306,7 +311,10 @@ int SubmissionWindow::submit(struct starpu_task *task)
 	 * task deferred now (window.h, begin_wait).  Both read under mutex_: a
 	 * wait or an acquisition counts itself before its flush takes mutex_,
 	 * so a task either is placed before that flush or sees it. */
-	if (defer && !on_excluded_tree && !waits_for_program && waiting_threads_.load(std::memory_order_relaxed) == 0) {
+	/* Nor behind deferred work of lower priority: it goes to StarPU, whose
+	 * base may run it first (core/waiting_priorities.h). */
+	const bool outranks_window = !open_group_priorities_.empty() && task->priority > open_group_priorities_.begin()->first;
+	if (defer && !on_excluded_tree && !waits_for_program && !outranks_window && waiting_threads_.load(std::memory_order_relaxed) == 0) {
 		if (count_deferred_)
 			count_deferred_(task);
 		place(task, ctx, predicted_us, bytes, batched_kernel);

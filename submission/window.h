@@ -39,6 +39,7 @@
 #include <deque>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -271,6 +272,7 @@ private:
 	struct Group {
 		GroupMembers members;
 		unsigned sched_ctx = 0;
+		int priority = 0;          /* its first member's; all share its priority_bucket (place()) */
 		double predicted_us = 0.0; /* sum over members with a prediction */
 		bool unpredicted = false;  /* some member had none */
 		std::uint64_t bytes = 0;
@@ -468,6 +470,9 @@ private:
 	 * (clear_record_when_empty). */
 	std::deque<Group> groups_;
 	std::size_t first_open_ = 0;
+	/* How many open groups have each priority, guarded by mutex_: a task
+	 * of higher priority than one of them is not deferred (submit()). */
+	std::map<int, unsigned> open_group_priorities_;
 	std::atomic<std::size_t> deferred_{0};    /* tasks in the window; written under mutex_ */
 	std::atomic<unsigned> waiting_threads_{0}; /* in a wait (begin_wait); read under mutex_ */
 

@@ -64,6 +64,9 @@ SubmissionWindow::Group SubmissionWindow::take_first_group_locked()
 	Group group = std::move(groups_.front());
 	groups_.pop_front();
 	first_open_++;
+	auto priority = open_group_priorities_.find(group.priority);
+	if (--priority->second == 0)
+		open_group_priorities_.erase(priority);
 	run_calls_locked(std::move(group.calls_before));
 	/* A kernel group's phases run one after another, each in one call:
 	 * its members go phase by phase. */

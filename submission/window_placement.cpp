@@ -17,6 +17,7 @@
  * when a worker waits. */
 #include "submission/window.h"
 
+#include "core/waiting_priorities.h"
 #include "submission/access_modes.h"
 #include "submission/window_internal.h"
 
@@ -89,7 +90,8 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		if (g < lowest || g >= first_open_ + groups_.size())
 			return false;
 		const Group &candidate = groups_[g - first_open_];
-		if (candidate.sched_ctx != ctx || full(candidate) || candidate.is_kernel_group() != batched_kernel ||
+		if (candidate.sched_ctx != ctx || priority_bucket(candidate.priority) != priority_bucket(task->priority) || full(candidate) ||
+		    candidate.is_kernel_group() != batched_kernel ||
 		    !fits_trees(candidate, accesses) || !fits_reductions(candidate, task))
 			return false;
 		return candidate.is_kernel_group() ? kernel_phase_in(g) >= 0 : may_follow(g);
@@ -140,6 +142,8 @@ void SubmissionWindow::place(struct starpu_task *task, unsigned ctx, double pred
 		group = order_.open(accesses);
 		groups_.emplace_back();
 		groups_.back().sched_ctx = ctx;
+		groups_.back().priority = task->priority;
+		open_group_priorities_[task->priority]++;
 		groups_.back().members.reserve(limits_.max_group_tasks, STARPU_TASK_GET_NBUFFERS(task));
 		groups_.back().opened_us = starpu_timing_now();
 		/* The calls placed at the end of the window run before it. */

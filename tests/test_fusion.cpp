@@ -529,8 +529,29 @@ void fusion_read_only_members(void **)
 }
 
 /* Tasks with as many distinct priorities as tasks still share batches
- * (priorities are bucketed: family.h), and every task runs once. */
+ * (priorities are bucketed: family.h), and every task runs once.  Submitted
+ * from the highest priority down, none outranks ready work: every one may
+ * be held (a task of higher priority than work queued, held or running is
+ * not: core/waiting_priorities.h, and fusion_rising_priorities_run_once). */
 void fusion_distinct_priorities_share_batches(void **)
+{
+	const long n = 2000;
+	IndependentIncrements increments(n);
+	for (long i = 0; i < n; i++) {
+		struct starpu_task *task = increments.task(i);
+		task->priority = static_cast<int>(n / 2) - static_cast<int>(i);
+		submit(task);
+	}
+	starpu_task_wait_for_all();
+	increments.expect_each_incremented_once();
+	expect_all_fused(n);
+	if (every_task_held)
+		assert_true(largest_batch.load() >= 2);
+}
+
+/* Each task outranks those submitted before it, which may still wait: it
+ * runs unheld, so as not to wait behind them, and once. */
+void fusion_rising_priorities_run_once(void **)
 {
 	const long n = 2000;
 	IndependentIncrements increments(n);
@@ -541,9 +562,7 @@ void fusion_distinct_priorities_share_batches(void **)
 	}
 	starpu_task_wait_for_all();
 	increments.expect_each_incremented_once();
-	expect_all_fused(n);
-	if (every_task_held)
-		assert_true(largest_batch.load() >= 2);
+	assert_int_equal(violations.load(), 0);
 }
 
 void fusion_mixed_with_unfusable_tasks(void **)
@@ -751,6 +770,7 @@ int main(int argc, char **argv)
 		FUSION_TEST(fusion_task_wait_on_a_member),
 		FUSION_TEST(fusion_read_only_members),
 		FUSION_TEST(fusion_distinct_priorities_share_batches),
+		FUSION_TEST(fusion_rising_priorities_run_once),
 		FUSION_TEST(fusion_mixed_with_unfusable_tasks),
 		FUSION_TEST(fusion_end_of_dag_wait_for_all),
 		FUSION_TEST(fusion_end_of_dag_data_acquire),
