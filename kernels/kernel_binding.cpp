@@ -60,6 +60,7 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 		for (std::size_t p : shape_positions.second)
 			shape_tasks.push_back(tasks[p]);
 		WrittenBufferCopies copies(shape_tasks, modes_);
+		TermMagnitudes magnitudes(shape_tasks, modes_.size());
 		const std::uint64_t task_reads_before = current_task_reads_by_members();
 		for (std::size_t p : shape_positions.second)
 			run_own(indices[p]);
@@ -70,7 +71,8 @@ void KernelBinding::verify(const std::vector<void **> &tasks, const std::vector<
 			continue;
 		}
 		kernels::run_accepted_tasks(entry_, static_cast<unsigned>(shape_tasks.size()), copies.task_buffers());
-		const Comparison comparison = copies.compare();
+		kernels::run_accepted_tasks(entry_, static_cast<unsigned>(shape_tasks.size()), magnitudes.task_buffers());
+		const Comparison comparison = copies.compare(&magnitudes);
 		if (!comparison.within_bound) {
 			char reason[160];
 			std::snprintf(reason, sizeof(reason), "it does not compute what the codelet computes (largest difference %.3g, bound %.3g)",

@@ -120,20 +120,25 @@ struct Changes {
 	bool informative() const { return all_finite && changed >= 2 && different_changes; }
 };
 
+/* magnitudes: per element, the sum of the absolute values of its terms
+ * (TermMagnitudes), or null: then the largest |own| of the buffer stands
+ * for every element's. */
 template <typename T>
-void compare_elements(void *original, const unsigned char *before_data, const unsigned char *copy, bool only_written, double tolerance,
-		      Comparison &result, Changes &changes)
+void compare_elements(void *original, const unsigned char *before_data, const unsigned char *copy, const unsigned char *magnitudes_data,
+		      bool only_written, double tolerance, Comparison &result, Changes &changes)
 {
 	const T *own = reinterpret_cast<const T *>(data_of(original));
 	const T *kernel = reinterpret_cast<const T *>(copy);
 	const T *before = reinterpret_cast<const T *>(before_data);
+	const T *magnitudes = reinterpret_cast<const T *>(magnitudes_data);
 	double scale = 0.0;
 	for_each_element(original, [&](std::size_t i) {
 		if (std::isfinite(own[i]))
 			scale = std::max(scale, std::fabs(double(own[i])));
 	});
-	const double bound = tolerance * scale + double(std::numeric_limits<T>::min());
 	for_each_element(original, [&](std::size_t i) {
+		const double magnitude = magnitudes && std::isfinite(magnitudes[i]) ? double(magnitudes[i]) : scale;
+		const double bound = tolerance * magnitude + double(std::numeric_limits<T>::min());
 		const double a = double(own[i]), b = double(kernel[i]);
 		double difference;
 		if (std::isnan(a) || std::isnan(b))
@@ -184,7 +189,61 @@ struct WrittenBufferCopies::Copy {
 	std::vector<unsigned char> data;
 	std::vector<unsigned char> before; /* the contents before either ran */
 	bool only_written = false;         /* STARPU_W without STARPU_R */
+
+	/* A copy of original's structure and contents now, pointing at the
+	 * copied contents. */
+	explicit Copy(void *interface_of)
+		: original(interface_of)
+	{
+		interface.resize(interface_size(original));
+		std::memcpy(interface.data(), original, interface.size());
+		const std::size_t bytes = spanned_bytes(original);
+		/* One element at least: data() of an empty vector may be null. */
+		data.resize(std::max<std::size_t>(bytes, 1));
+		std::memcpy(data.data(), reinterpret_cast<const void *>(data_of(original)), bytes);
+		point_at(interface.data(), reinterpret_cast<uintptr_t>(data.data()));
+	}
 };
+
+namespace {
+
+/* The tasks' buffers, each interface that copy_wanted(buffer index)
+ * replaced by its copy (a buffer passed twice, by the same one), made when
+ * the interface is first met at a wanted index, which copy_wanted may
+ * note on the copy (the last one in copies). */
+template <typename Wanted>
+void copy_buffers(const std::vector<void **> &task_buffers, std::size_t nbuffers, Wanted copy_wanted,
+		  std::vector<std::unique_ptr<WrittenBufferCopies::Copy>> &copies, std::vector<std::vector<void *>> &redirected_buffers,
+		  std::vector<void **> &redirected)
+{
+	std::map<void *, void *> copy_of; /* original interface -> copied interface */
+	for (void **buffers : task_buffers)
+		for (std::size_t b = 0; b < nbuffers; b++) {
+			void *original = buffers[b];
+			if (copy_of.count(original) || !copy_wanted(b, nullptr))
+				continue;
+			copies.push_back(std::make_unique<WrittenBufferCopies::Copy>(original));
+			copy_wanted(b, copies.back().get());
+			copy_of[original] = copies.back()->interface.data();
+		}
+	redirected_buffers.resize(task_buffers.size());
+	for (std::size_t t = 0; t < task_buffers.size(); t++) {
+		for (std::size_t b = 0; b < nbuffers; b++) {
+			auto it = copy_of.find(task_buffers[t][b]);
+			redirected_buffers[t].push_back(it == copy_of.end() ? task_buffers[t][b] : it->second);
+		}
+		redirected.push_back(redirected_buffers[t].data());
+	}
+}
+
+template <typename T>
+void take_absolute_values(void *interface, unsigned char *data)
+{
+	T *elements = reinterpret_cast<T *>(data);
+	for_each_element(interface, [&](std::size_t i) { elements[i] = std::fabs(elements[i]); });
+}
+
+} // namespace
 
 double verification_tolerance(std::size_t element_size)
 {
@@ -197,51 +256,54 @@ double verification_tolerance(std::size_t element_size)
 
 WrittenBufferCopies::WrittenBufferCopies(const std::vector<void **> &task_buffers, const std::vector<enum starpu_data_access_mode> &modes)
 {
-	std::map<void *, void *> copy_of; /* original interface -> copied interface */
-	for (void **buffers : task_buffers)
-		for (std::size_t b = 0; b < modes.size(); b++) {
-			void *original = buffers[b];
-			if (!(modes[b] & STARPU_W) || copy_of.count(original))
-				continue;
-			auto copy = std::make_unique<Copy>();
-			copy->original = original;
+	auto written = [&](std::size_t b, Copy *copy) {
+		if (copy) {
 			copy->only_written = !(modes[b] & STARPU_R);
-			copy->interface.resize(interface_size(original));
-			std::memcpy(copy->interface.data(), original, copy->interface.size());
-			const std::size_t bytes = spanned_bytes(original);
-			/* One element at least: data() of an empty vector may be null. */
-			copy->data.resize(std::max<std::size_t>(bytes, 1));
-			std::memcpy(copy->data.data(), reinterpret_cast<const void *>(data_of(original)), bytes);
 			copy->before = copy->data;
-			point_at(copy->interface.data(), reinterpret_cast<uintptr_t>(copy->data.data()));
-			copy_of[original] = copy->interface.data();
-			copies_.push_back(std::move(copy));
 		}
-	redirected_buffers_.resize(task_buffers.size());
-	for (std::size_t t = 0; t < task_buffers.size(); t++) {
-		for (std::size_t b = 0; b < modes.size(); b++) {
-			auto it = copy_of.find(task_buffers[t][b]);
-			redirected_buffers_[t].push_back(it == copy_of.end() ? task_buffers[t][b] : it->second);
-		}
-		redirected_.push_back(redirected_buffers_[t].data());
-	}
+		return (modes[b] & STARPU_W) != 0;
+	};
+	copy_buffers(task_buffers, modes.size(), written, copies_, redirected_buffers_, redirected_);
 }
 
 WrittenBufferCopies::~WrittenBufferCopies() = default;
 
-Comparison WrittenBufferCopies::compare() const
+TermMagnitudes::TermMagnitudes(const std::vector<void **> &task_buffers, std::size_t nbuffers)
+{
+	copy_buffers(task_buffers, nbuffers, [](std::size_t, WrittenBufferCopies::Copy *) { return true; }, copies_, redirected_buffers_, redirected_);
+	for (auto &copy : copies_) {
+		const std::size_t element_size = kernels::element_size_of(copy->original);
+		if (element_size == sizeof(float))
+			take_absolute_values<float>(copy->original, copy->data.data());
+		else if (element_size == sizeof(double))
+			take_absolute_values<double>(copy->original, copy->data.data());
+	}
+}
+
+TermMagnitudes::~TermMagnitudes() = default;
+
+const unsigned char *TermMagnitudes::of(void *original) const
+{
+	for (const auto &copy : copies_)
+		if (copy->original == original)
+			return copy->data.data();
+	return nullptr;
+}
+
+Comparison WrittenBufferCopies::compare(const TermMagnitudes *magnitudes) const
 {
 	Comparison result;
 	Changes changes;
 	for (const auto &copy : copies_) {
 		const std::size_t element_size = kernels::element_size_of(copy->original);
 		const double tolerance = verification_tolerance(element_size);
+		const unsigned char *terms = magnitudes ? magnitudes->of(copy->original) : nullptr;
 		if (element_size == sizeof(float))
-			compare_elements<float>(copy->original, copy->before.data(), copy->data.data(), copy->only_written, tolerance, result,
+			compare_elements<float>(copy->original, copy->before.data(), copy->data.data(), terms, copy->only_written, tolerance, result,
 						changes);
 		else if (element_size == sizeof(double))
-			compare_elements<double>(copy->original, copy->before.data(), copy->data.data(), copy->only_written, tolerance, result,
-						 changes);
+			compare_elements<double>(copy->original, copy->before.data(), copy->data.data(), terms, copy->only_written, tolerance,
+						 result, changes);
 		else
 			compare_bytes(copy->original, copy->before.data(), copy->data.data(), element_size, result, changes);
 	}

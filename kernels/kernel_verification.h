@@ -10,15 +10,22 @@
  * task_buffers, so it is redirected to the same copy: the kernel sees
  * every input as the codelet's function saw it.
  *
- * The bound, per written buffer: |kernel - own| <= tolerance * the largest
- * |own| in that buffer (plus the smallest normal number, so that exact
- * zeros agree), with tolerance 1e-3 for 4-byte elements (float) and 1e-9
- * for 8-byte ones (double).  A correct kernel sums in another order than
- * the codelet's loops: measured differences are orders of magnitude below
- * (tests/test_kernel_pack.cpp); a kernel computing something else is off
- * by about the results' own size.  NaN must match NaN.  Other element sizes
- * must match byte for byte.  A comparison within the bound is trusted only
- * when it is informative (below).
+ * The bound, per written element: |kernel - own| <= tolerance * the sum of
+ * the absolute values of the terms the element sums (plus the smallest
+ * normal number, so that exact zeros agree), with tolerance 1e-3 for 4-byte
+ * elements (float) and 1e-9 for 8-byte ones (double).  A correct kernel
+ * sums in another order than the codelet's loops, as BLAS does: the
+ * difference of two orders of a sum of n terms is at most about n times the
+ * precision times that sum, however much the terms cancel (rows of 1e30,
+ * 1, -1e30, 1e-30 in float: the loop gives 1e-30, OpenBLAS 1.7e22, both
+ * within it), where a bound relative to the result itself called such a
+ * kernel wrong; a kernel computing something else is off by about the
+ * terms' own size.  The pack's entries sum products of their inputs (and
+ * an accumulated output's former value): run on the absolute values of
+ * every buffer (TermMagnitudes), the kernel computes each element's sum of
+ * absolute terms.  NaN must match NaN.  Other element sizes must match byte
+ * for byte.  A comparison within the bound is trusted only when it is
+ * informative (below).
  *
  * Runs in the worker running the batch; holds no lock. */
 #ifndef STARPU_FUSING_KERNELS_KERNEL_VERIFICATION_H
@@ -71,12 +78,36 @@ public:
 	void ***task_buffers() { return redirected_.data(); }
 
 	/* The copies (the kernel's results) against the originals (the
-	 * codelet's). */
-	Comparison compare() const;
+	 * codelet's), each element within the bound its terms give
+	 * (magnitudes), or, without them, the largest |own| of its buffer. */
+	Comparison compare(const class TermMagnitudes *magnitudes = nullptr) const;
+
+	struct Copy;
 
 private:
-	struct Copy;
 	std::vector<std::unique_ptr<Copy>> copies_;
+	std::vector<std::vector<void *>> redirected_buffers_;
+	std::vector<void **> redirected_;
+};
+
+/* Copies of every buffer of the tasks with each element's absolute value
+ * (float and double; other sizes as they are), made before the codelet's
+ * function runs: the kernel run on them writes, into each written
+ * element, the sum of the absolute values of its terms. */
+class TermMagnitudes {
+public:
+	TermMagnitudes(const std::vector<void **> &task_buffers, std::size_t nbuffers);
+	~TermMagnitudes();
+	TermMagnitudes(const TermMagnitudes &) = delete;
+	TermMagnitudes &operator=(const TermMagnitudes &) = delete;
+
+	void ***task_buffers() { return redirected_.data(); }
+	/* The copied contents of the buffer whose interface is original, or
+	 * null. */
+	const unsigned char *of(void *original) const;
+
+private:
+	std::vector<std::unique_ptr<WrittenBufferCopies::Copy>> copies_;
 	std::vector<std::vector<void *>> redirected_buffers_;
 	std::vector<void **> redirected_;
 };

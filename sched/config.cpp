@@ -44,6 +44,17 @@ std::optional<std::vector<std::string>> parse_name_list(const std::string &text)
 	}
 }
 
+/* A name listed twice, or empty: a list naming an entry twice was most
+ * likely meant to name another. */
+std::string twice_listed(const std::vector<std::string> &names)
+{
+	for (std::size_t i = 0; i < names.size(); i++)
+		for (std::size_t j = i + 1; j < names.size(); j++)
+			if (names[i] == names[j])
+				return names[i];
+	return "";
+}
+
 std::optional<unsigned long> parse_count(const std::string &text)
 {
 	if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
@@ -173,8 +184,10 @@ ConfigResult parse_config(const EnvLookup &lookup)
 	for (const char *name : {"STARPU_FUSING_ONLY", "STARPU_FUSING_EXCLUDE"}) {
 		if (auto text = lookup(name)) {
 			auto names = parse_name_list(*text);
-			if (!names) {
-				result.error = invalid(name, *text, "comma-separated codelet names, without spaces or empty names (e.g. conv2d,bias_add)");
+			if (!names || !twice_listed(*names).empty()) {
+				result.error = invalid(name, *text,
+						       names ? "each codelet named once ('" + twice_listed(*names) + "' is named twice)"
+							     : "comma-separated codelet names, without spaces or empty names (e.g. conv2d,bias_add)");
 				return result;
 			}
 			(std::string(name) == "STARPU_FUSING_ONLY" ? config.only_codelets : config.exclude_codelets) = *names;
@@ -244,13 +257,26 @@ ConfigResult parse_config(const EnvLookup &lookup)
 			config.kernel_entries = std::nullopt;
 		} else if (*text != "off") {
 			auto names = parse_name_list(*text);
-			if (!names) {
+			if (!names || !twice_listed(*names).empty()) {
 				result.error = invalid("STARPU_FUSING_KERNELS", *text,
-						       "auto (every kernel pack entry), off, or comma-separated entry names without spaces "
-						       "(e.g. cross_correlation,filter_gradient)");
+						       names ? "each entry named once ('" + twice_listed(*names) + "' is named twice)"
+							     : "auto (every kernel pack entry), off, or comma-separated entry names without spaces "
+							       "(e.g. cross_correlation,filter_gradient)");
 				return result;
 			}
 			config.kernel_entries = *names;
+		}
+	}
+
+	/* Fusion off, a choice of mechanism cannot take effect; tuning values
+	 * are kept so that STARPU_FUSING alone switches a run between fused and
+	 * not (README, environment variables). */
+	for (const char *mechanism : {"STARPU_FUSING_MODE", "STARPU_FUSING_KERNELS"}) {
+		auto text = lookup(mechanism);
+		if (!config.fusion_enabled && text && !(std::string(mechanism) == "STARPU_FUSING_KERNELS" && *text == "off")) {
+			result.error = std::string("starpu-fusing: STARPU_FUSING=0 passes every task to the base policy, so ") + mechanism +
+				       "='" + *text + "' cannot take effect: unset one of them";
+			return result;
 		}
 	}
 

@@ -71,6 +71,37 @@ static void config_refuses_submission_throttling(void **)
 	assert_true(r.error.empty());
 }
 
+/* Fusion off, a mechanism asked for cannot run: refused.  Tuning values
+ * are kept (config_reads_every_variable), and STARPU_FUSING_KERNELS=off
+ * asks for nothing. */
+static void config_refuses_a_mechanism_with_fusion_off(void **)
+{
+	ConfigResult r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_MODE", "submission"}}));
+	assert_non_null(std::strstr(r.error.c_str(), "STARPU_FUSING=0"));
+	assert_non_null(std::strstr(r.error.c_str(), "STARPU_FUSING_MODE='submission'"));
+	assert_null(std::strchr(r.error.c_str(), '\n'));
+	r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_KERNELS", "auto"}}));
+	assert_non_null(std::strstr(r.error.c_str(), "STARPU_FUSING_KERNELS='auto'"));
+	r = parse_config(env({{"STARPU_FUSING", "0"}, {"STARPU_FUSING_KERNELS", "off"}}));
+	assert_true(r.error.empty());
+	r = parse_config(env({{"STARPU_FUSING", "1"}, {"STARPU_FUSING_MODE", "submission"}}));
+	assert_true(r.error.empty());
+}
+
+/* A list naming an entry twice was most likely meant to name another. */
+static void config_refuses_a_name_listed_twice(void **)
+{
+	ConfigResult r = parse_config(env({{"STARPU_FUSING_KERNELS", "cross_correlation,cross_correlation"}}));
+	assert_non_null(std::strstr(r.error.c_str(), "STARPU_FUSING_KERNELS"));
+	assert_non_null(std::strstr(r.error.c_str(), "'cross_correlation' is named twice"));
+	r = parse_config(env({{"STARPU_FUSING_ONLY", "conv,bias,conv"}}));
+	assert_non_null(std::strstr(r.error.c_str(), "'conv' is named twice"));
+	r = parse_config(env({{"STARPU_FUSING_EXCLUDE", "relu,relu"}}));
+	assert_non_null(std::strstr(r.error.c_str(), "STARPU_FUSING_EXCLUDE"));
+	r = parse_config(env({{"STARPU_FUSING_KERNELS", "cross_correlation,filter_gradient"}}));
+	assert_true(r.error.empty());
+}
+
 static void config_refuses_a_codelet_both_selected_and_excluded(void **)
 {
 	ConfigResult r = parse_config(env({{"STARPU_FUSING_ONLY", "conv,bias"}, {"STARPU_FUSING_EXCLUDE", "relu,bias"}}));
@@ -198,6 +229,8 @@ int main(void)
 		cmocka_unit_test(config_reads_every_variable),
 		cmocka_unit_test(config_refuses_submission_throttling),
 		cmocka_unit_test(config_refuses_a_codelet_both_selected_and_excluded),
+		cmocka_unit_test(config_refuses_a_mechanism_with_fusion_off),
+		cmocka_unit_test(config_refuses_a_name_listed_twice),
 		cmocka_unit_test(config_rejects_malformed_values),
 		cmocka_unit_test(config_parses_durations_with_units),
 		cmocka_unit_test(config_reads_the_fusion_mode),

@@ -120,6 +120,9 @@ int main(int argc, char **argv)
 	setenv("STARPU_FUSING_BASE", options.base.c_str(), 1);
 	setenv("STARPU_FUSING_HOLD", options.hold.c_str(), 1);
 	setenv("STARPU_FUSING", options.fusion.c_str(), 1);
+	/* Fusion off, a mechanism named is refused (sched/config.cpp). */
+	if (options.fusion == "0")
+		unsetenv("STARPU_FUSING_MODE");
 	setenv("STARPU_FUSING_MAX_BATCH", "16", 1);
 
 	int failures = 0;

@@ -486,6 +486,72 @@ void verification_tells_agreeing_from_different_arithmetic(void **)
 	}
 }
 
+/* Rows that cancel: 1e30, 1, -1e30, 1e-30, over and over, times ones
+ * (float).  The loop in order gives 1e-30; the kernel's GEMM sums in blocks
+ * (2e-30 at 512 columns here, OpenBLAS) and may give anything within a
+ * reordering's error of the sum of the absolute terms (2.6e32): it computes
+ * the same product, and the verification bounded by the terms says so,
+ * where one bounded by the results (all tiny) called it wrong.  On random
+ * rows, a codelet computing twice the product still fails the terms'
+ * bound, and the product itself passes it. */
+void double_product(void **buffers)
+{
+	dahl_matrix_vector_product<float>(buffers);
+	dahl_matrix_vector_product<float>(buffers);
+}
+
+void verification_bounds_each_element_by_its_terms(void **)
+{
+	const PackEntry &e = entry("matrix_vector_product");
+	const float cancelling[4] = {1e30f, 1.0f, -1e30f, 1e-30f};
+	struct Case {
+		void (*own)(void **);
+		bool cancelling_rows;
+	};
+	for (const Case &c : {Case{dahl_matrix_vector_product<float>, true}, Case{dahl_matrix_vector_product<float>, false},
+			      Case{double_product, false}}) {
+		Buffers buffers(29);
+		constexpr unsigned kRows = 16, kColumns = 512;
+		void *matrix = buffers.matrix(sizeof(float), kColumns, kRows, 0); /* random values */
+		float *m = reinterpret_cast<float *>(STARPU_MATRIX_GET_PTR(matrix));
+		if (c.cancelling_rows)
+			for (unsigned i = 0; i < kRows * kColumns; i++)
+				m[i] = cancelling[i % 4];
+		std::vector<std::vector<void *>> tasks;
+		for (unsigned t = 0; t < 2; t++) {
+			void *vector = buffers.vector(sizeof(float), kColumns);
+			std::fill_n(reinterpret_cast<float *>(STARPU_VECTOR_GET_PTR(vector)), kColumns, 1.0f);
+			void *out = buffers.vector(sizeof(float), kRows);
+			std::fill_n(reinterpret_cast<float *>(STARPU_VECTOR_GET_PTR(out)), kRows, 0.0f);
+			tasks.push_back({matrix, vector, out});
+		}
+		std::vector<void **> task_buffers;
+		for (auto &task : tasks)
+			task_buffers.push_back(task.data());
+		WrittenBufferCopies copies(task_buffers, {STARPU_R, STARPU_R, STARPU_W});
+		fusing::TermMagnitudes magnitudes(task_buffers, 3);
+		for (void **task : task_buffers)
+			c.own(task);
+		fusing::kernels::run_accepted_tasks(e, 2, copies.task_buffers());
+		fusing::kernels::run_accepted_tasks(e, 2, magnitudes.task_buffers());
+		const Comparison by_terms = copies.compare(&magnitudes);
+		if (c.own == double_product) {
+			assert_false(by_terms.within_bound);
+			continue;
+		}
+		assert_true(by_terms.within_bound);
+		if (!c.cancelling_rows)
+			continue;
+		const float loop = reinterpret_cast<float *>(STARPU_VECTOR_GET_PTR(tasks[0][2]))[0];
+		const float kernel = reinterpret_cast<const float *>(STARPU_VECTOR_GET_PTR(copies.task_buffers()[0][2]))[0];
+		std::printf("a cancelling row: the loop gives %g, the kernel %g\n", double(loop), double(kernel));
+		/* The kernel did sum in another order: bounded by the results,
+		 * the same kernel was called wrong. */
+		assert_true(loop != kernel);
+		assert_false(copies.compare().within_bound);
+	}
+}
+
 /* out = in + 1 on one handle passed twice (DAHL's "self" operations): the
  * kernel must read the copy, which still holds the input, not the real
  * buffer the codelet's function already changed. */
@@ -631,6 +697,7 @@ int main(void)
 		cmocka_unit_test(pack_runs_mixed_element_sizes_in_their_types),
 		cmocka_unit_test(pack_refuses_shapes_it_cannot_run),
 		cmocka_unit_test(verification_tells_agreeing_from_different_arithmetic),
+		cmocka_unit_test(verification_bounds_each_element_by_its_terms),
 		cmocka_unit_test(verification_copies_a_buffer_read_and_written_by_one_task),
 		cmocka_unit_test(verification_compares_nan_and_other_sizes),
 		cmocka_unit_test(verification_trusts_only_informative_results),

@@ -25,6 +25,8 @@ name=$(basename "$1" .examples)
 base=${name%-unfused}
 fusion=1
 [ "$base" != "$name" ] && fusion=0
+# Fusion off, a mechanism named is refused (sched/config.cpp).
+[ "$fusion" = 0 ] && unset STARPU_FUSING_MODE
 here=$(cd "$(dirname "$0")" && pwd)
 list="$here/starpu_examples.list"
 
