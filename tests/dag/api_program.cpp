@@ -23,6 +23,13 @@ struct Generator {
 	/* Draws for the accesses StarPU switches plans for (access_to), apart
 	 * so that the rest of a seed's program stays what it was. */
 	std::mt19937_64 switch_random;
+	/* Draws for priorities, end dependencies, waits for counts and
+	 * wont_use, apart too. */
+	std::mt19937_64 feature_random;
+	bool invalidate_after_wont_use = false;
+	/* Tasks of the agent being generated with an end dependency not
+	 * released yet. */
+	std::vector<int> unreleased;
 	std::vector<std::vector<Element>> state; /* the oracle's copy of every unit */
 	std::vector<bool> partitioned;           /* per planned unit, in its agent's order */
 	std::vector<bool> read_only;             /* partitioned read-only */
@@ -48,12 +55,14 @@ struct Generator {
 	};
 
 	explicit Generator(std::uint64_t seed)
-		: random(seed * 6364136223846793005ull + 1442695040888963407ull), switch_random(seed ^ 0x5eed5c17c4ull)
+		: random(seed * 6364136223846793005ull + 1442695040888963407ull), switch_random(seed ^ 0x5eed5c17c4ull),
+		  feature_random(seed ^ 0xfea7d5e5ull)
 	{
 		program.seed = seed;
 	}
 
 	double uniform() { return std::uniform_real_distribution<double>(0, 1)(random); }
+	double feature_draw() { return std::uniform_real_distribution<double>(0, 1)(feature_random); }
 	int below(int n) { return static_cast<int>(random() % static_cast<std::uint64_t>(n)); }
 
 	int new_unit(bool planned)
@@ -173,8 +182,23 @@ struct Generator {
 		}
 	}
 
+	static bool overlap(const TaskAccess &a, const TaskAccess &b)
+	{
+		return a.unit == b.unit && (a.piece < 0 || b.piece < 0 || a.piece == b.piece) &&
+		       (a.access != Access::read || b.access != Access::read);
+	}
+
 	void submit(AgentState &agent, ApiTask &task)
 	{
+		for (int held : unreleased) {
+			bool conflicts = false;
+			for (const TaskAccess &mine : task.buffers)
+				for (const TaskAccess &its : program.tasks[held].buffers)
+					conflicts = conflicts || overlap(mine, its);
+			if (conflicts)
+				task.after_release.push_back(held);
+		}
+		task.priority_level = feature_draw() < 0.15 ? (feature_draw() < 0.5 ? -1 : 1) : 0;
 		follow_switches(task);
 		run_on_oracle(task);
 		Op op;
@@ -247,6 +271,7 @@ struct Generator {
 			agent.kept_since_wait.erase(std::remove(agent.kept_since_wait.begin(), agent.kept_since_wait.end(), task->id),
 						    agent.kept_since_wait.end());
 		}
+		const bool end_dependency = future < 0 && prepare_end_dependency(agent, task);
 		if (task->runs > 1) {
 			Op op;
 			op.kind = OpKind::task;
@@ -262,6 +287,63 @@ struct Generator {
 			bump(task->prologue_unit, 1);
 		if (future >= 0)
 			submit(agent, program.tasks[future]); /* right after: the agent may block next */
+		if (end_dependency)
+			follow_end_dependency(agent, task->id);
+	}
+
+	/* Whether task, about to be submitted, gets an end dependency right
+	 * after its submission: then a gate task on a unit of its own goes
+	 * first, and task reads that unit first. */
+	bool prepare_end_dependency(AgentState &agent, ApiTask *&task)
+	{
+		if (task->kept || task->waited || task->tagged || task->after_future >= 0 || task->after_tag >= 0 || task->runs != 1 ||
+		    task->chain_links != 0 || task->prologue_unit >= 0 || !task->after_submitted.empty() || feature_draw() >= 0.1)
+			return false;
+		const int id = task->id;
+		const int gate = dedicated_task(agent, false);
+		task = &program.tasks[id];
+		program.tasks[gate].gate_of = id;
+		submit(agent, program.tasks[gate]);
+		task->end_dependency = true;
+		task->callback = true;
+		task->buffers.insert(task->buffers.begin(), TaskAccess{program.tasks[gate].buffers[0].unit, -1, Access::read, {}});
+		return true;
+	}
+
+	/* After task id's submission: a few tasks (a blocking operation could
+	 * wait for what waits for the release), then the releasing task. */
+	void follow_end_dependency(AgentState &agent, int id)
+	{
+		unreleased.push_back(id);
+		const int later = static_cast<int>(feature_random() % 3);
+		for (int t = 0; t < later; t++)
+			add_task(agent, true);
+		unreleased.erase(std::remove(unreleased.begin(), unreleased.end(), id), unreleased.end());
+		const int releaser = dedicated_task(agent, false);
+		program.tasks[releaser].releases = id;
+		program.tasks[releaser].callback = true;
+		submit(agent, program.tasks[releaser]);
+	}
+
+	/* Without invalidate_after_wont_use, only on a unit that is never
+	 * invalidated: StarPU 1.3's wont_use callback asserts when any
+	 * invalidation was called before it ran. */
+	void add_wont_use(AgentState &agent)
+	{
+		const int unit = whole_unit(agent);
+		if (unit < 0 || invalid[unit] || (!invalidate_after_wont_use && (program.planned[unit] || program.registered_mid_run[unit])))
+			return;
+		Op op;
+		op.kind = OpKind::wont_use;
+		op.unit = unit;
+		program.agents[agent.index].ops.push_back(op);
+		if (invalidate_after_wont_use && feature_draw() < 0.5) {
+			Op invalidation;
+			invalidation.kind = OpKind::invalidate;
+			invalidation.unit = unit;
+			invalid[unit] = true;
+			program.agents[agent.index].ops.push_back(invalidation);
+		}
 	}
 
 	/* A whole unit of the agent that is not partitioned, or -1. */
@@ -484,6 +566,15 @@ struct Generator {
 				add_wait_for_everything(agent, OpKind::wait_all);
 			else if (main_thread)
 				add_wait_for_everything(agent, OpKind::wait_submitted);
+			const double feature = feature_draw();
+			if (feature < 0.03) {
+				add_wont_use(agent);
+			} else if (feature < 0.05 && main_thread) {
+				Op op;
+				op.kind = OpKind::wait_some;
+				op.count = 1 + static_cast<unsigned>(feature_random() % 20);
+				program.agents[agent.index].ops.push_back(op);
+			}
 		}
 		/* Every agent ends with its data whole, its waits done and its
 		 * temporary units given back. */
@@ -508,10 +599,11 @@ struct Generator {
 
 } // namespace
 
-ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks)
+ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks, bool invalidate_after_wont_use)
 {
 	Generator generator(seed);
 	generator.resubmit_from_callbacks = resubmit_from_callbacks;
+	generator.invalidate_after_wont_use = invalidate_after_wont_use;
 	const int nagents = 1 + static_cast<int>(seed % 3);
 	generator.program.agents.resize(nagents);
 	for (int a = 0; a < nagents; a++) {

@@ -15,7 +15,12 @@
  * them by itself), data registered mid-run and
  * given back with starpu_data_unregister_submit, starpu_data_invalidate_submit,
  * chains submitted link by link from callbacks, kept tasks resubmitted from
- * their own callback, prologues that submit.
+ * their own callback, prologues that submit; and (drawn apart, so that the
+ * programs above stay what they were for each seed) priorities, end
+ * dependencies added right after a task's submission and released a few
+ * operations later, starpu_task_wait_for_n_submitted with n > 0, and
+ * starpu_data_wont_use (followed at once by an invalidation where StarPU
+ * allows it).
  *
  * Each agent owns its data (units), so that what every access must see
  * follows from its agent's order alone, whatever the interleaving: the
@@ -69,6 +74,21 @@ struct ApiTask {
 	int runs = 1;
 	/* Its prologue submits one task adding 1 to prologue_unit. */
 	int prologue_unit = -1;
+	/* -1: StarPU's lowest priority, 1: its highest, 0: the default. */
+	int priority_level = 0;
+	/* An end dependency is added right after its submission and released
+	 * by the callback of a releasing task its agent submits a few
+	 * operations later (a worker's thread: dmda's post_exec_hook, which
+	 * StarPU calls in the releasing thread, asserts in a program's, under
+	 * dmda alone too); it reads the unit of a gate task first, which spins
+	 * until the dependency was added (the task could have terminated
+	 * before otherwise). */
+	bool end_dependency = false;
+	int gate_of = -1;  /* a gate: spins until task gate_of got its end dependency */
+	int releases = -1; /* its callback releases task releases' end dependency */
+	/* Tasks with an end dependency, submitted before it, that it conflicts
+	 * with, released after its submission: it must run after each release. */
+	std::vector<int> after_release;
 };
 
 enum class OpKind {
@@ -87,6 +107,8 @@ enum class OpKind {
 	invalidate,       /* starpu_data_invalidate_submit (unit) */
 	unregister_submit,/* starpu_data_unregister_submit (unit) */
 	replan,           /* starpu_data_partition_clean then _plan again (unit): the pieces are new handles */
+	wait_some,        /* starpu_task_wait_for_n_submitted(count) (main thread) */
+	wont_use,         /* starpu_data_wont_use (unit) */
 };
 
 struct Op {
@@ -98,6 +120,7 @@ struct Op {
 	bool write = false;       /* acquisitions: RW (the host folds a new value in) */
 	bool read_only = false;   /* partition: _readonly_submit */
 	int host_id = 0;          /* acquisitions that write: the id folded in */
+	unsigned count = 0;       /* wait_some */
 	std::vector<Element> expected;       /* acquisitions: unit as the oracle has it */
 	std::vector<Element> other_expected; /* hold_and_acquire: other_unit */
 };
@@ -120,8 +143,12 @@ struct ApiProgram {
 
 /* resubmit_from_callbacks: whether kept tasks may resubmit themselves from
  * their callback (StarPU 1.4's dm* policies assert on that, without fusing
- * too: "Prefetching was already requested for this task", 1.4.12). */
-ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks);
+ * too: "Prefetching was already requested for this task", 1.4.12).
+ * invalidate_after_wont_use: whether an invalidation may follow
+ * starpu_data_wont_use at once (StarPU 1.3's wont_use asserts in its
+ * callback when it does, without fusing too: its prefetch checks that the
+ * handle is initialized, which the invalidation cleared at its call). */
+ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks, bool invalidate_after_wont_use);
 
 } // namespace api
 

@@ -26,6 +26,8 @@ using dag::Element;
 const starpu_tag_t kTagBase = 2000000;
 
 dag::RunObservations observations;
+/* Per task with an end dependency: added, released (run_and_check sizes them). */
+std::unique_ptr<std::atomic<bool>[]> end_dependency_added, end_dependency_released;
 
 std::string name_of(const ApiTask &task)
 {
@@ -55,6 +57,13 @@ void program_body(void *buffers[], void *cl_arg)
 {
 	const ApiTask &task = *static_cast<const ApiTask *>(cl_arg);
 	count_batch();
+	if (task.gate_of >= 0)
+		while (!end_dependency_added[task.gate_of])
+			std::this_thread::yield();
+	for (int held : task.after_release)
+		if (!end_dependency_released[held])
+			observations.problem(name_of(task) + " ran before the release of task " + std::to_string(held) +
+					     "'s end dependency, added after its submission");
 	const int run = observations.executions[task.id]++;
 	if (task.runs > 1) {
 		bump_elements(buffers[0], run, name_of(task) + " run " + std::to_string(run));
@@ -175,6 +184,7 @@ struct TaskContext {
 	struct starpu_task *task;
 	starpu_data_handle_t chain_handle;
 	starpu_data_handle_t prologue_handle;
+	struct starpu_task *released; /* spec->releases's task, submitted before */
 };
 
 void program_callback(void *arg)
@@ -183,6 +193,12 @@ void program_callback(void *arg)
 	const ApiTask &spec = *context.spec;
 	if (!observations.done[spec.id])
 		observations.problem("callback of " + name_of(spec) + " ran before its body");
+	if (spec.end_dependency && !end_dependency_released[spec.id])
+		observations.problem("callback of " + name_of(spec) + " ran before the release of its end dependency");
+	if (spec.releases >= 0) {
+		end_dependency_released[spec.releases] = true;
+		starpu_task_end_dep_release(context.released);
+	}
 	observations.callbacks[spec.id]++;
 	if (spec.chain_links > 0)
 		submit_extra(spec, 0, context.chain_handle);
@@ -245,13 +261,16 @@ struct Run {
 		}
 		task->destroy = spec.kept ? 0 : 1;
 		task->detach = spec.waited ? 0 : 1;
+		if (spec.priority_level != 0)
+			task->priority = spec.priority_level < 0 ? starpu_sched_get_min_priority() : starpu_sched_get_max_priority();
 		if (spec.tagged) {
 			task->use_tag = 1;
 			task->tag_id = kTagBase + static_cast<starpu_tag_t>(id);
 		}
 		TaskContext &context = contexts[id];
 		context = TaskContext{&spec, task, spec.chain_unit >= 0 ? handles[spec.chain_unit] : nullptr,
-				      spec.prologue_unit >= 0 ? handles[spec.prologue_unit] : nullptr};
+				      spec.prologue_unit >= 0 ? handles[spec.prologue_unit] : nullptr,
+				      spec.releases >= 0 ? tasks[spec.releases] : nullptr};
 		if (spec.callback || spec.chain_links > 0 || spec.runs > 1) {
 			task->callback_func = program_callback;
 			task->callback_arg = &context;
@@ -282,6 +301,12 @@ struct Run {
 		}
 		if (starpu_task_submit(task) != 0)
 			observations.problem("submitting " + name_of(spec) + " failed");
+		/* It cannot have ended: it reads its gate's unit, and the gate
+		 * waits for this. */
+		if (spec.end_dependency) {
+			starpu_task_end_dep_add(task, 1);
+			end_dependency_added[id] = true;
+		}
 	}
 
 	/* Elements of unit against what the oracle expects there. */
@@ -396,6 +421,12 @@ void Run::run_agent(int index)
 			starpu_data_unregister_submit(handles[op.unit]);
 			handles[op.unit] = nullptr;
 			break;
+		case OpKind::wait_some:
+			starpu_task_wait_for_n_submitted(op.count);
+			break;
+		case OpKind::wont_use:
+			starpu_data_wont_use(handles[op.unit]);
+			break;
 		case OpKind::replan: {
 			starpu_data_partition_clean(handles[op.unit], program.pieces, children[op.unit].data());
 			struct starpu_data_filter halves = {};
@@ -414,6 +445,8 @@ dag::RunReport run_and_check(const ApiProgram &program)
 {
 	const std::size_t ntasks = program.tasks.size();
 	observations.reset(ntasks);
+	end_dependency_added.reset(new std::atomic<bool>[ntasks]());
+	end_dependency_released.reset(new std::atomic<bool>[ntasks]());
 	register_single_buffer_batches();
 	Run run(program);
 	struct starpu_data_filter halves = {};
