@@ -54,7 +54,7 @@ int run_seed(const char *program_name, const Options &options, std::uint64_t see
 	std::string size;
 	if (options.programs == "api") {
 		const bool dm_base_on_1_4 = STARPU_MINOR_VERSION >= 4 && options.base.compare(0, 2, "dm") == 0;
-		const api::ApiProgram program = api::generate_api_program(seed, !dm_base_on_1_4, STARPU_MAJOR_VERSION > 1 || STARPU_MINOR_VERSION >= 4);
+		const api::ApiProgram program = api::generate_api_program(seed, !dm_base_on_1_4);
 		report = api::run_and_check(program);
 		size = std::to_string(program.tasks.size()) + " tasks, " + std::to_string(program.agents.size()) + " submitting threads";
 	} else {

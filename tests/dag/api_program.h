@@ -19,8 +19,7 @@
  * programs above stay what they were for each seed) priorities, end
  * dependencies added right after a task's submission and released a few
  * operations later, starpu_task_wait_for_n_submitted with n > 0, and
- * starpu_data_wont_use (followed at once by an invalidation where StarPU
- * allows it).
+ * starpu_data_wont_use on units never invalidated.
  *
  * Each agent owns its data (units), so that what every access must see
  * follows from its agent's order alone, whatever the interleaving: the
@@ -143,12 +142,8 @@ struct ApiProgram {
 
 /* resubmit_from_callbacks: whether kept tasks may resubmit themselves from
  * their callback (StarPU 1.4's dm* policies assert on that, without fusing
- * too: "Prefetching was already requested for this task", 1.4.12).
- * invalidate_after_wont_use: whether an invalidation may follow
- * starpu_data_wont_use at once (StarPU 1.3's wont_use asserts in its
- * callback when it does, without fusing too: its prefetch checks that the
- * handle is initialized, which the invalidation cleared at its call). */
-ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks, bool invalidate_after_wont_use);
+ * too: "Prefetching was already requested for this task", 1.4.12). */
+ApiProgram generate_api_program(std::uint64_t seed, bool resubmit_from_callbacks);
 
 } // namespace api
 
