@@ -133,6 +133,13 @@ struct starpu_task *end_dependency_carrier(struct starpu_task *task)
 	return carrier ? carrier : task;
 }
 
+/* Whether StarPU has task, submitted and not terminated (deferred tasks
+ * stay STARPU_TASK_INIT; _starpu_task_submit_head, core/task.c). */
+bool submitted_to_starpu(const struct starpu_task *task)
+{
+	return task->status != STARPU_TASK_INIT && task->status != STARPU_TASK_FINISHED && task->status != STARPU_TASK_STOPPED;
+}
+
 /* The window, when a program's call at caller may name a deferred task. */
 fusing::SubmissionWindow *window_for_program_call(const void *caller)
 {
@@ -173,8 +180,11 @@ void declare_end_deps(struct starpu_task *task, unsigned ndeps, struct starpu_ta
 		fusing::StarpuViewOfCurrentTask starpu_view;
 		starpu_declare(target, ndeps, named.data());
 	};
-	if (!window->stand_in_for_end_dependencies(task, declare_named))
-		declare_named(task);
+	if (window->stand_in_for_end_dependencies(task, declare_named))
+		return;
+	if (submitted_to_starpu(task))
+		window->end_dependencies_added_to_submitted(task);
+	declare_named(task);
 }
 
 std::vector<struct starpu_task *> listed(unsigned ndeps, va_list args)
@@ -228,12 +238,15 @@ FUSING_PUBLIC void starpu_task_end_dep_add(struct starpu_task *task, int nb_deps
 {
 	struct starpu_task *carrier = end_dependency_carrier(task);
 	fusing::SubmissionWindow *window = window_for_program_call(__builtin_return_address(0));
-	if (carrier == task && nb_deps > 0 && window &&
-	    window->stand_in_for_end_dependencies(task, [&](struct starpu_task *stand_in) {
-		    carried_end_dependencies().carry(task, stand_in, nb_deps);
-		    fusing::starpu_own_task_end_dep_add(stand_in, nb_deps);
-	    }))
-		return;
+	if (carrier == task && nb_deps > 0 && window) {
+		if (window->stand_in_for_end_dependencies(task, [&](struct starpu_task *stand_in) {
+			    carried_end_dependencies().carry(task, stand_in, nb_deps);
+			    fusing::starpu_own_task_end_dep_add(stand_in, nb_deps);
+		    }))
+			return;
+		if (submitted_to_starpu(task))
+			window->end_dependencies_added_to_submitted(task);
+	}
 	if (carrier != task)
 		carried_end_dependencies().carry(task, carrier, nb_deps);
 	fusing::starpu_own_task_end_dep_add(carrier, nb_deps);

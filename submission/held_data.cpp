@@ -172,6 +172,12 @@ void HeldData::hold_until_terminated(struct starpu_task *task)
 	held->newest = submission;
 }
 
+bool HeldData::holds_task(struct starpu_task *task) const
+{
+	std::lock_guard<std::mutex> lock(mutex_);
+	return held_tasks_.contains(task);
+}
+
 void HeldData::end_submission_holds(HeldTask *held, bool oldest)
 {
 	Submission *ending = oldest ? held->oldest : held->newest;

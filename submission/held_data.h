@@ -57,6 +57,9 @@ public:
 	 * when StarPU refuses the task. */
 	void hold_until_terminated(struct starpu_task *task);
 	void unhold(struct starpu_task *task);
+	/* Whether task's accesses are holds now (hold_until_terminated, and
+	 * its callback has not run). */
+	bool holds_task(struct starpu_task *task) const;
 
 private:
 	struct Holds {

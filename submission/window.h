@@ -199,6 +199,12 @@ public:
 	 * window over.  Any thread but one in a scheduling operation. */
 	struct starpu_task *stand_in_for_end_dependencies(struct starpu_task *task,
 							  const std::function<void(struct starpu_task *)> &add_dependencies);
+	/* The program is about to add end dependencies to task, which StarPU
+	 * has (submitted, not terminated): it may now wait for the program, so
+	 * its data is held until it terminates (held_data.h), and the window
+	 * is handed over with the tasks depending on it apart, as for a
+	 * stand-in.  Any thread but one in a scheduling operation. */
+	void end_dependencies_added_to_submitted(struct starpu_task *task);
 	/* The program destroys, cleans, reinitialises or resubmits task
 	 * (named_members.h).  Any thread. */
 	void forget(struct starpu_task *task) { names_.forget(task); }

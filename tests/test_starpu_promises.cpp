@@ -163,11 +163,22 @@ void note_release_while_running(void **buffers, void *)
 }
 struct starpu_codelet releaser_cl = make_test_codelet(note_release_while_running, "promises_releaser", {STARPU_RW}, &few_us_model);
 
+/* A codelet with a can_execute hook: nothing fuses its tasks. */
+int can_always_execute(unsigned, struct starpu_task *, unsigned)
+{
+	return 1;
+}
+struct starpu_codelet unfusable_add_one_cl = [] {
+	struct starpu_codelet cl = make_test_codelet(add_one_modelled, "promises_unfusable_add_one", {STARPU_RW}, &few_us_model);
+	cl.can_execute = can_always_execute;
+	return cl;
+}();
+
 void run_end_dependency_program(const char *test, void (*scenario)(EndDependencyProgram &))
 {
 	start(test, 2);
 	loading_models = true;
-	load_models({&add_one_modelled_cl, &dependent_cl, &releaser_cl, &after_the_dependency_cl});
+	load_models({&add_one_modelled_cl, &dependent_cl, &releaser_cl, &after_the_dependency_cl, &unfusable_add_one_cl});
 	loading_models = false;
 	dependency_added = false;
 	end_dependency_released = false;
@@ -227,6 +238,23 @@ void promises_end_dependency_added_after_later_tasks(void **)
 		assert_int_equal(starpu_task_submit(p.d()), 0);
 		starpu_task_end_dep_add(p.t, 1);
 		dependency_added = true;
+		unblock(p.blocker);
+	});
+}
+
+/* T's codelet has a can_execute hook, so StarPU has T (nothing fuses such
+ * a task), and nothing else makes the window wait for T; S and D come
+ * after the dependency.  A merged task of S and D would wait for T, which
+ * waits for S's callback. */
+void promises_end_dependency_on_a_task_starpu_has(void **)
+{
+	run_end_dependency_program("promises_end_dependency_on_a_task_starpu_has", [](EndDependencyProgram &p) {
+		p.t->cl = &unfusable_add_one_cl;
+		assert_int_equal(starpu_task_submit(p.t), 0);
+		starpu_task_end_dep_add(p.t, 1);
+		dependency_added = true;
+		assert_int_equal(starpu_task_submit(p.s()), 0);
+		assert_int_equal(starpu_task_submit(p.d()), 0);
 		unblock(p.blocker);
 	});
 }
@@ -467,6 +495,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(promises_end_dependency_added_after_hand_over),
 		cmocka_unit_test(promises_end_dependency_added_after_later_tasks),
 		cmocka_unit_test(promises_end_dependency_declared_after_submission),
+		cmocka_unit_test(promises_end_dependency_on_a_task_starpu_has),
 		cmocka_unit_test(promises_wait_for_n_submitted_counts_every_task),
 		cmocka_unit_test(promises_wont_use_then_invalidate),
 		cmocka_unit_test(promises_wont_use_then_invalidate_unblocked),
