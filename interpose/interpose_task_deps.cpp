@@ -140,11 +140,15 @@ bool submitted_to_starpu(const struct starpu_task *task)
 	return task->status != STARPU_TASK_INIT && task->status != STARPU_TASK_FINISHED && task->status != STARPU_TASK_STOPPED;
 }
 
-/* The window, when a program's call at caller may name a deferred task. */
+/* The window, when a program's call at caller may name a deferred task:
+ * not StarPU's own calls, nor this library's (the fault-tolerance prologue
+ * adds an end dependency to its meta task, whose callback StarPU then
+ * requires to be unset: interpose_fault_tolerance.cpp). */
 fusing::SubmissionWindow *window_for_program_call(const void *caller)
 {
 	fusing::SubmissionWindow *window = fusing::active_submission_window();
-	if (!window || fusing::InsideStarpuScope::active() || fusing::called_from_starpu(caller))
+	if (!window || fusing::InsideStarpuScope::active() || fusing::called_from_starpu(caller) ||
+	    fusing::called_from_this_library(caller))
 		return nullptr;
 	return window;
 }
